@@ -1,0 +1,1 @@
+"""The ``tensorcfr`` command line (thin layer over the library)."""

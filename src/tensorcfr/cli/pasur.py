@@ -1,0 +1,47 @@
+"""``tensorcfr pasur ...``: the Pasur commands (deal, replay, solve, exploitability)."""
+
+from __future__ import annotations
+
+import typer
+
+from tensorcfr.cli.common import console, print_json
+
+app = typer.Typer(
+    help="Pasur: deals, replaying game records, exact and CFR solving of full-information deals.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.command("deal")
+def deal_command(
+    seed: int = typer.Option(..., "--seed", help="Seed of the random deal (same seed, same deal)."),
+    json_out: bool = typer.Option(False, "--json", help="Print one JSON object instead of text."),
+) -> None:
+    """Print a seeded random deal (table rule for Jacks in the pool) in card notation."""
+    from tensorcfr.games.pasur.cards import cards_str
+    from tensorcfr.games.pasur.rules import describe_deal, random_deal
+
+    deal = random_deal(seed)
+    if json_out:
+        print_json({"seed": seed, "deal": list(deal), "notation": cards_str(deal)})
+        return
+    console.print(cards_str(deal), highlight=False)
+    for line in describe_deal(deal):
+        console.print(f"  {line}", highlight=False)
+
+
+def _register() -> None:
+    from tensorcfr.cli import pasur_replay, pasur_solve
+
+    app.command("replay")(pasur_replay.replay_command)
+    app.command("solve")(pasur_solve.solve_command)
+    try:
+        from tensorcfr.cli import pasur_cfr
+    except ImportError:  # pragma: no cover - the CFR pipeline is optional during development
+        return
+    app.command("exploitability")(pasur_cfr.exploitability_command)
+
+
+_register()

@@ -1,0 +1,31 @@
+"""Errors a user can cause. The CLI prints their message on one line and exits non-zero."""
+
+from __future__ import annotations
+
+
+class TensorCFRError(Exception):
+    """Base class: a problem with the user's input, printed as one line (exit code 2)."""
+
+    exit_code: int = 2
+
+
+class InvalidDealError(TensorCFRError):
+    """A deal that is not a permutation of the 52 cards, or whose pool holds a Jack."""
+
+
+class InvalidRecordError(TensorCFRError):
+    """A game record file that is not valid JSON of the record format."""
+
+
+class IllegalPlayError(TensorCFRError):
+    """A play that the rules forbid (exit code 1 in ``replay``)."""
+
+    exit_code = 1
+
+
+class MemoryLimitError(TensorCFRError):
+    """The estimated memory of a job exceeds the allowed limit."""
+
+
+class CorruptFileError(TensorCFRError):
+    """A saved file (checkpoint, policy, table) that is truncated or of the wrong format."""

@@ -1,0 +1,1 @@
+"""Pasur: rules engine, exact solver, and the paper's tensor CFR pipeline."""
