@@ -27,7 +27,7 @@ def deal_command(
     if json_out:
         print_json({"seed": seed, "deal": list(deal), "notation": cards_str(deal)})
         return
-    console.print(cards_str(deal), highlight=False)
+    console.print(cards_str(deal), highlight=False, soft_wrap=True)
     for line in describe_deal(deal):
         console.print(f"  {line}", highlight=False)
 

@@ -13,6 +13,7 @@ this module. It follows ``docs/PASUR_RULES.md`` line by line; states are immutab
 
 from __future__ import annotations
 
+import operator
 import random
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -53,7 +54,9 @@ def validate_deal(cards: Sequence[int]) -> tuple[int, ...]:
     Returns the deal as a tuple; raises :class:`InvalidDealError` with a one-line reason.
     """
     try:
-        deal = tuple(int(c) for c in cards)
+        # operator.index accepts ints (and numpy/torch integer scalars) but not 1.5 or "7",
+        # which int() would silently turn into card indices.
+        deal = tuple(operator.index(c) for c in cards)
     except (TypeError, ValueError):
         raise InvalidDealError("a deal must be a list of 52 card indices") from None
     if any(isinstance(c, bool) for c in cards):
