@@ -1,0 +1,47 @@
+"""Game-independent tensor CFR: regret updates, the level tree format, solvers, policy I/O.
+
+* :mod:`tensorcfr.core.regret` -- regret matching and the CFR / CFR+ / LCFR / DCFR / PCFR+
+  update rules over infoset-action slots (shared with the Pasur solver);
+* :mod:`tensorcfr.core.tree` -- :class:`LevelTree`, a game flattened level by level;
+* :mod:`tensorcfr.core.cfr` -- :class:`TensorCFRSolver` and the OpenSpiel-like wrappers;
+* :mod:`tensorcfr.core.policy_io` -- checkpoints and policies (NPZ + JSON metadata).
+"""
+
+from tensorcfr.core.regret import (
+    CFRVariant,
+    normalize_strategy,
+    regret_matching,
+    update_average,
+    update_regrets,
+)
+from tensorcfr.core.tree import KIND_CHANCE, KIND_TERMINAL, Level, LevelTree
+
+__all__ = [
+    "CFRVariant",
+    "regret_matching",
+    "update_regrets",
+    "update_average",
+    "normalize_strategy",
+    "Level",
+    "LevelTree",
+    "KIND_CHANCE",
+    "KIND_TERMINAL",
+    "TensorCFRSolver",
+    "CFRSolver",
+    "CFRPlusSolver",
+    "LinearCFRSolver",
+    "DCFRSolver",
+    "PCFRPlusSolver",
+]
+
+_SOLVERS = {"TensorCFRSolver", "CFRSolver", "CFRPlusSolver", "LinearCFRSolver", "DCFRSolver",
+            "PCFRPlusSolver"}
+
+
+def __getattr__(name: str) -> object:
+    """Lazy access to the solver classes (keeps ``import tensorcfr.core`` light)."""
+    if name in _SOLVERS:
+        from tensorcfr.core import cfr
+
+        return getattr(cfr, name)
+    raise AttributeError(f"module 'tensorcfr.core' has no attribute {name!r}")

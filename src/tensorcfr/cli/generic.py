@@ -1,0 +1,264 @@
+"""``tensorcfr solve``: tensor CFR on any OpenSpiel game (and ``exploitability`` when present)."""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import typer
+
+from tensorcfr.cli.common import err_console, print_json
+from tensorcfr.errors import TensorCFRError
+
+ALGO_HELP = "cfr | cfr+ | lcfr | dcfr | pcfr+ (default cfr, or the checkpoint's with --resume)"
+
+
+def _exploitability_fn() -> Callable[[Any, Any], Any] | None:
+    """``tensorcfr.core.best_response.exploitability`` if available, else ``None``."""
+    try:
+        from tensorcfr.core.best_response import exploitability
+    except ImportError:  # pragma: no cover - best response not installed
+        return None
+    return exploitability
+
+
+def _eval_points(start: int, total: int, every: int) -> set[int]:
+    """Iterations (absolute numbers) after which exploitability is evaluated."""
+    points = {total}
+    if every > 0:
+        points.update(range(start + every - (start % every), total + 1, every))
+    return {p for p in points if p > start}
+
+
+def _plot(history: list[tuple[int, float]], path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from tensorcfr.utils.io import atomic_path
+
+    points = [(i, e) for i, e in history if e > 0 and math.isfinite(e)]
+    fig, ax = plt.subplots(figsize=(6, 4), dpi=120)
+    if points:
+        ax.loglog([p[0] for p in points], [p[1] for p in points], marker="o", markersize=3)
+    ax.set_xlabel("iteration")
+    ax.set_ylabel("exploitability")
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png")
+    plt.close(fig)
+
+
+def solve_command(
+    game: str = typer.Argument(..., help="OpenSpiel game string, e.g. kuhn_poker or "
+                               "'leduc_poker' or 'kuhn_poker(players=3)'."),
+    algo: Optional[str] = typer.Option(None, "--algo", help=ALGO_HELP),
+    iterations: int = typer.Option(1000, "--iterations", "-n",
+                                   help="Iterations to run (in addition to a resumed "
+                                   "checkpoint's)."),
+    alternating: Optional[bool] = typer.Option(
+        None, "--alternating/--simultaneous",
+        help="Alternating updates (default, like OpenSpiel's CFRSolver) or simultaneous."),
+    alpha: Optional[float] = typer.Option(None, help="DCFR alpha (default 1.5)."),
+    beta: Optional[float] = typer.Option(None, help="DCFR beta (default 0)."),
+    gamma: Optional[float] = typer.Option(None, help="DCFR / PCFR+ averaging exponent "
+                                          "(default 2)."),
+    eval_every: Optional[int] = typer.Option(
+        None, "--eval-every", help="Compute exploitability every K iterations (default: about "
+        "20 times per run; 0 = only at the end)."),
+    device: str = typer.Option("cpu", help="torch device: cpu, cuda, cuda:1 ..."),
+    dtype: Optional[str] = typer.Option(None, help="float64 (default) or float32."),
+    threads: Optional[int] = typer.Option(None, help="torch intra-op threads (default 1)."),
+    max_memory: str = typer.Option("auto", "--max-memory",
+                                   help="Refuse games needing more, e.g. 8G (default: the "
+                                   "memory available now)."),
+    save: Optional[Path] = typer.Option(None, "--save", help="Write a checkpoint here (NPZ)."),
+    resume: Optional[Path] = typer.Option(None, "--resume", help="Resume from a checkpoint."),
+    policy_out: Optional[Path] = typer.Option(None, "--policy-out",
+                                              help="Write the average policy (NPZ + JSON "
+                                              "metadata)."),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="Save exploitability vs "
+                                        "iteration (log-log PNG)."),
+    json_out: bool = typer.Option(False, "--json", help="Print one JSON object to stdout."),
+) -> None:
+    """Solve an OpenSpiel game with tensor CFR and report its exploitability."""
+    import torch
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from tensorcfr.core.cfr import TensorCFRSolver, resolve_dtype
+    from tensorcfr.core.policy_io import load_checkpoint, read_checkpoint_metadata, save_policy
+    from tensorcfr.core.regret import CFRVariant
+    from tensorcfr.games.openspiel.flatten import flatten_game, load_game
+    from tensorcfr.utils.resources import parse_memory, peak_rss_mb, set_threads
+
+    if iterations < 1:
+        raise TensorCFRError(f"--iterations must be at least 1, got {iterations}")
+    if eval_every is not None and eval_every < 0:
+        raise TensorCFRError(f"--eval-every must be >= 0, got {eval_every}")
+    n_threads = set_threads(threads)
+    budget = parse_memory(max_memory)
+    if dtype is not None:
+        resolve_dtype(dtype)
+    if algo is not None:
+        CFRVariant.parse(algo, alpha, beta, gamma)  # validate early: one-line error
+    loaded = load_game(game)
+    setup_started = time.perf_counter()
+    if resume is not None:
+        meta = read_checkpoint_metadata(resume)
+        params = meta.get("parameters", {})
+        if algo is not None and CFRVariant.parse(algo).name != params.get("algo"):
+            raise TensorCFRError(f"--algo {algo} differs from the checkpoint's "
+                                 f"{params.get('algo')!r}")
+        if alternating is not None and bool(alternating) != bool(params.get("alternating")):
+            raise TensorCFRError("--alternating/--simultaneous differs from the checkpoint")
+        if dtype is not None and str(resolve_dtype(dtype)).removeprefix("torch.") != \
+                params.get("dtype"):
+            raise TensorCFRError(f"--dtype {dtype} differs from the checkpoint's "
+                                 f"{params.get('dtype')!r}")
+        tree = flatten_game(loaded, max_memory_bytes=budget)
+        solver = load_checkpoint(resume, game=tree, device=device, max_memory_bytes=budget)
+    else:
+        tree = flatten_game(loaded, max_memory_bytes=budget)
+        solver = TensorCFRSolver(tree, algo=algo or "cfr",
+                                 alternating=True if alternating is None else alternating,
+                                 alpha=alpha, beta=beta, gamma=gamma, device=device,
+                                 dtype=dtype or "float64", max_memory_bytes=budget)
+    setup_seconds = time.perf_counter() - setup_started
+
+    start_iteration = solver.iteration
+    target = start_iteration + iterations
+    every = eval_every if eval_every is not None else max(1, iterations // 20)
+    points = _eval_points(start_iteration, target, every)
+    exploitability_fn = _exploitability_fn()
+    if plot is not None and exploitability_fn is None:
+        raise TensorCFRError("--plot needs tensorcfr.core.best_response, which is not available")
+    history: list[tuple[int, float]] = []
+    last_result: Any = None
+    solve_seconds = 0.0
+
+    evaluation_error: list[str] = []
+    if not solver.tree.metadata.get("perfect_recall", True):
+        err_console.print(
+            f"[yellow]warning:[/] {solver.game_string} does not have perfect recall "
+            f"({solver.tree.metadata.get('imperfect_recall_infosets')} infosets); CFR runs but "
+            "without convergence guarantees", highlight=False, soft_wrap=True)
+
+    def evaluate() -> Any:
+        if exploitability_fn is None or evaluation_error:
+            return None
+        try:
+            return exploitability_fn(solver.tree, solver.average_policy())
+        except TensorCFRError as exc:  # e.g. imperfect recall: no exact best response
+            evaluation_error.append(str(exc))
+            return None
+
+    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
+                        TextColumn("{task.completed}/{task.total}"),
+                        TextColumn("expl {task.fields[expl]}"), TimeRemainingColumn(),
+                        console=err_console, transient=True, disable=not err_console.is_terminal)
+    with progress:
+        task = progress.add_task(f"{solver.algo} {solver.game_string}", total=iterations,
+                                 expl="-")
+        while solver.iteration < target:
+            step_end = min((p for p in points if p > solver.iteration), default=target)
+            started = time.perf_counter()
+            while solver.iteration < step_end:
+                solver.evaluate_and_update_policy()
+                if solver.device.type == "cuda":  # pragma: no cover - no GPU here
+                    torch.cuda.synchronize(solver.device)
+                progress.update(task, completed=solver.iteration - start_iteration)
+            solve_seconds += time.perf_counter() - started
+            if step_end in points:
+                last_result = evaluate()
+                if last_result is not None:
+                    history.append((solver.iteration, float(last_result.exploitability)))
+                    progress.update(task, expl=f"{last_result.exploitability:.3e}")
+
+    if save is not None:
+        solver.save(str(save))
+    exploitability_value = None if last_result is None else float(last_result.exploitability)
+    nash_conv = None if last_result is None else float(last_result.nash_conv)
+    if policy_out is not None:
+        save_policy(policy_out, solver.tree, solver.average_policy(), extra={
+            "algo": solver.algo, "iterations": solver.iteration,
+            "parameters": solver.parameters(), "exploitability": exploitability_value})
+    if plot is not None:
+        _plot(history, plot, f"{solver.algo} on {solver.game_string}")
+    summary: dict[str, Any] = {
+        "game": solver.game_string,
+        "algo": solver.algo,
+        "alternating": solver.alternating,
+        "alpha": solver.variant.alpha, "beta": solver.variant.beta,
+        "gamma": solver.variant.gamma,
+        "iterations": solver.iteration,
+        "iterations_run": iterations,
+        "exploitability": exploitability_value,
+        "nash_conv": nash_conv,
+        "ms_per_iteration": 1000.0 * solve_seconds / iterations,
+        "setup_seconds": setup_seconds,
+        "walk_seconds": solver.tree.setup_seconds,
+        "peak_rss_mb": peak_rss_mb(),
+        "threads": n_threads,
+        "device": str(solver.device),
+        "dtype": str(solver.dtype).removeprefix("torch."),
+        "num_nodes": solver.tree.num_nodes,
+        "num_infosets": solver.tree.num_infosets,
+        "num_action_slots": solver.tree.num_slots,
+        "estimated_memory_mb": solver.estimated_memory_bytes / 2**20,
+        "exploitability_history": [[i, e] for i, e in history],
+    }
+    if exploitability_fn is None:
+        summary["note"] = "tensorcfr.core.best_response unavailable: no exploitability"
+    elif evaluation_error:
+        summary["note"] = f"no exploitability: {evaluation_error[0]}"
+    if json_out:
+        print_json(summary)
+        return
+    _print_summary(summary, save, policy_out, plot)
+
+
+def _print_summary(summary: dict[str, Any], save: Path | None, policy_out: Path | None,
+                   plot: Path | None) -> None:
+    from rich.table import Table
+
+    from tensorcfr.cli.common import console
+
+    table = Table(title=f"{summary['algo']} on {summary['game']}", show_header=False)
+    table.add_column("key", style="bold")
+    table.add_column("value")
+    expl = summary["exploitability"]
+    rows = [
+        ("iterations", str(summary["iterations"])),
+        ("updates", "alternating" if summary["alternating"] else "simultaneous"),
+        ("exploitability", (summary.get("note") or "n/a") if expl is None else f"{expl:.6e}"),
+        ("nash_conv", "n/a" if summary["nash_conv"] is None else f"{summary['nash_conv']:.6e}"),
+        ("ms / iteration", f"{summary['ms_per_iteration']:.3f}"),
+        ("setup (walk + tensors)", f"{summary['setup_seconds']:.2f} s"),
+        ("tree", f"{summary['num_nodes']} nodes, {summary['num_infosets']} infosets, "
+                 f"{summary['num_action_slots']} action slots"),
+        ("device / dtype / threads", f"{summary['device']} / {summary['dtype']} / "
+                                     f"{summary['threads']}"),
+        ("peak RSS", f"{summary['peak_rss_mb']:.0f} MiB"),
+    ]
+    for label, path in (("checkpoint", save), ("policy", policy_out), ("plot", plot)):
+        if path is not None:
+            rows.append((label, str(path)))
+    for key, value in rows:
+        table.add_row(key, value)
+    console.print(table)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``solve`` (and ``exploitability`` when its module exists) to the root app."""
+    app.command("solve", help="Solve an OpenSpiel game with tensor CFR (cfr, cfr+, lcfr, "
+                "dcfr, pcfr+).")(solve_command)
+    try:
+        from tensorcfr.cli.generic_exploitability import exploitability_command
+    except ImportError:
+        return
+    app.command("exploitability", help="Exploitability of a saved policy.")(exploitability_command)
