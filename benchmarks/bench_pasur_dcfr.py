@@ -108,6 +108,7 @@ def _fmt(x: Any, spec: str) -> str:
 
 def markdown(records: list[dict[str, Any]], args: argparse.Namespace) -> str:
     cpu = platform.processor() or platform.machine()
+    reproduce = " ".join([".venv/bin/python", "benchmarks/bench_pasur_dcfr.py", *args.argv])
     lines = [
         "# Pasur: round-by-round DCFR benchmark",
         "",
@@ -120,14 +121,15 @@ def markdown(records: list[dict[str, Any]], args: argparse.Namespace) -> str:
         f"Command per run: `tensorcfr pasur solve --seed S --method dcfr --mode M "
         f"--iterations {args.iterations} --threads 1 --json` (DCFR alpha=1.5, beta=0, "
         f"gamma=2; {args.iterations} iterations per round), one fresh process each. "
-        f"Reproduce with `{' '.join(['.venv/bin/python', 'benchmarks/bench_pasur_dcfr.py'] + args.argv)}`.",
+        f"Reproduce with `{reproduce}`.",
         "",
         "Columns: build = graph build (s), solve = the six rounds' CFR (wall s), CPU = the "
         "whole process's CPU time (s), nodes = total graph nodes (per round in the JSONL), "
         "RSS = peak resident memory (MiB), gap = CFR value - exact value (points), "
         "exploitability = exact, over the whole game (points per game).",
         "",
-        "| seed | mode | build s | solve s | CPU s | nodes | peak RSS MiB | value | exact | gap | exploitability | status |",
+        "| seed | mode | build s | solve s | CPU s | nodes | peak RSS MiB | value | exact | gap "
+        "| exploitability | status |",
         "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in records:

@@ -17,6 +17,7 @@ from tensorcfr.games.pasur.graph import PLIES_PER_ROUND, RoundGraph
 from tensorcfr.games.pasur.rules import (
     NUM_PLAYS,
     NUM_ROUNDS,
+    Action,
     GameState,
     apply_action,
     initial_state,
@@ -39,7 +40,7 @@ def state_key(state: GameState) -> Hashable:
             state.last_capturer)
 
 
-def _edge(state: GameState, action) -> tuple[GameState, float, float, Hashable]:  # type: ignore[no-untyped-def]
+def _edge(state: GameState, action: Action) -> tuple[GameState, float, float, Hashable]:
     """(child, edge reward, cleanup reward, merge key) of one play (cleanup only on play 48)."""
     child = apply_action(state, action)
     before = utility(state)

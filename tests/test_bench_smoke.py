@@ -70,7 +70,7 @@ def test_report_markdown_plot_and_notes(kuhn_results: dict[str, Any], tmp_path: 
     md.write_text(f"old\n{NOTES_START}\nkeep me\n{NOTES_END}\n", encoding="utf-8")
     write_markdown(kuhn_results, md)
     assert extract_notes(md) == "keep me"
-    assert "## Time per iteration" in md.read_text(encoding="utf-8")
+    assert "## Wall time per iteration" in md.read_text(encoding="utf-8")
     png = tmp_path / "plot.png"
     plot_time_vs_size(kuhn_results, png)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -1,7 +1,7 @@
 """CLI: ``tensorcfr pasur solve --method dcfr`` and ``tensorcfr pasur exploitability DIR``.
 
-The real entry point runs in a subprocess (exit codes, one JSON line on stdout, one-line
-errors without traceback); a few cases run in-process with typer's CliRunner.
+Two cases run the real entry point in a subprocess (exit codes, one JSON line on stdout,
+one-line errors without traceback); the others run in-process with typer's CliRunner.
 """
 
 from __future__ import annotations
@@ -79,28 +79,30 @@ def test_solve_json_fields(solved_run) -> None:
 
 def test_exploitability_command(solved_run) -> None:
     out, result = solved_run
-    proc = run_cli("pasur", "exploitability", str(out), "--json")
-    assert proc.returncode == 0, proc.stderr
-    again = one_json_line(proc.stdout)
+    result_run = runner.invoke(app, ["pasur", "exploitability", str(out), "--json"])
+    assert result_run.exit_code == 0, result_run.output
+    again = one_json_line(result_run.stdout)
     assert again["exploitability"] == pytest.approx(result["exploitability"], abs=1e-9)
     assert again["value"] == pytest.approx(result["value"], abs=1e-9)
     assert again["exact_value"] == result["exact_value"]
     assert again["table_rows"] == result["table_rows"]
 
 
-def test_resume_after_interruption(tmp_path, solved_run) -> None:
+def test_resume_after_interruption(tmp_path, solved_run, monkeypatch) -> None:
     first_out, first = solved_run
     out = tmp_path / "run"
-    args = ("pasur", "solve", "--seed", "3", "--method", "dcfr", "--iterations", ITERATIONS,
-            "--json", "--out", str(out))
-    stopped = run_cli(*args, env={"TENSORCFR_STOP_AFTER_ROUNDS": "2"})
-    assert "stopped after round 5" in one_line_error(stopped)
+    args = ["pasur", "solve", "--seed", "3", "--method", "dcfr", "--iterations", ITERATIONS,
+            "--json", "--out", str(out)]
+    monkeypatch.setenv("TENSORCFR_STOP_AFTER_ROUNDS", "2")
+    stopped = runner.invoke(app, args)
+    assert stopped.exit_code == 2 and "stopped after round 5" in stopped.stderr
     assert stopped.stdout == ""
     assert not (out / "manifest.json").exists()
     assert sorted(p.name for p in (out / "checkpoint").glob("round_*.pt")) == [
         "round_4.pt", "round_5.pt"]
-    resumed = run_cli(*args)
-    assert resumed.returncode == 0, resumed.stderr
+    monkeypatch.delenv("TENSORCFR_STOP_AFTER_ROUNDS")
+    resumed = runner.invoke(app, args)
+    assert resumed.exit_code == 0, resumed.output
     result = one_json_line(resumed.stdout)
     assert result["resumed_rounds"] == [5, 6]
     assert result["value"] == first["value"]
@@ -113,16 +115,17 @@ def test_resume_after_interruption(tmp_path, solved_run) -> None:
 
 def test_other_options_refuse_the_checkpoint(solved_run) -> None:
     out, _ = solved_run
-    proc = run_cli("pasur", "solve", "--seed", "3", "--method", "dcfr", "--iterations", "41",
-                   "--json", "--out", str(out))
-    assert "different solve" in one_line_error(proc)
+    result = runner.invoke(app, ["pasur", "solve", "--seed", "3", "--method", "dcfr",
+                                 "--iterations", "41", "--json", "--out", str(out)])
+    assert result.exit_code == 2 and "different solve" in result.stderr
+    assert result.stdout == ""
 
 
 def test_tree_mode_refused_when_too_big() -> None:
-    proc = run_cli("pasur", "solve", "--seed", "3", "--method", "dcfr", "--mode", "tree",
-                   "--max-memory", "50M", "--json")
-    assert "--mode dag" in one_line_error(proc)
-    assert proc.stdout == ""
+    result = runner.invoke(app, ["pasur", "solve", "--seed", "3", "--method", "dcfr",
+                                 "--mode", "tree", "--max-memory", "50M", "--json"])
+    assert result.exit_code == 2 and "--mode dag" in result.stderr
+    assert result.stdout == ""
 
 
 def test_bad_options() -> None:
@@ -153,7 +156,9 @@ def test_exploitability_of_a_truncated_table(tmp_path, solved_run) -> None:
     (copy / "manifest.json").write_text((out / "manifest.json").read_text())
     data = (out / "strategy.parquet").read_bytes()
     (copy / "strategy.parquet").write_bytes(data[: len(data) // 3])
-    assert "strategy table" in one_line_error(run_cli("pasur", "exploitability", str(copy)))
+    result = runner.invoke(app, ["pasur", "exploitability", str(copy)])
+    assert isinstance(result.exception, CorruptFileError)
+    assert "strategy table" in str(result.exception)
 
 
 def test_convergence_files_in_process(tmp_path) -> None:
@@ -174,9 +179,9 @@ def test_convergence_files_in_process(tmp_path) -> None:
 
 def test_tree_mode_small_deal() -> None:
     """Tree mode runs end to end on a deal that fits and finds the same exact value."""
-    proc = run_cli("pasur", "solve", "--seed", "3", "--method", "dcfr", "--mode", "tree",
-                   "--iterations", "2", "--json")
-    assert proc.returncode == 0, proc.stderr
-    result = one_json_line(proc.stdout)
+    run = runner.invoke(app, ["pasur", "solve", "--seed", "3", "--method", "dcfr", "--mode",
+                              "tree", "--iterations", "2", "--json"])
+    assert run.exit_code == 0, run.output
+    result = one_json_line(run.stdout)
     assert result["mode"] == "tree" and result["exact_value"] == -6.0
     assert result["exploitability"] >= 0

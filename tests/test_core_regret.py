@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from tensorcfr.core.regret import (
     VARIANT_NAMES,
     CFRVariant,
+    discount_regrets,
     normalize_strategy,
     regret_matching,
     update_average,
@@ -71,6 +72,30 @@ def test_update_regrets_rules() -> None:
     assert torch.allclose(update_regrets(cumulative, instant, dcfr, t), expected, rtol=1e-14)
     # inputs untouched
     assert torch.equal(cumulative, torch.tensor([1.0, -2.0, 0.5], dtype=torch.float64))
+
+
+@pytest.mark.parametrize("name", VARIANT_NAMES)
+def test_discount_regrets_is_update_without_the_addition(name: str) -> None:
+    variant = CFRVariant(name, alpha=2.0, beta=0.5)
+    generator = torch.Generator().manual_seed(2)
+    cumulative = torch.randn(20, generator=generator, dtype=torch.float64)
+    instant = torch.randn(20, generator=generator, dtype=torch.float64)
+    expected = update_regrets(cumulative, instant, variant, 5)
+    total = cumulative + instant
+    assert torch.equal(discount_regrets(total, variant, 5), expected)
+    discount_regrets(total, variant, 5, out=total)
+    assert torch.equal(total, expected)
+
+
+def test_discount_factor_matches_openspiel_formula() -> None:
+    # OpenSpiel DCFR multiplies by t**alpha / (t**alpha + 1); huge powers do not overflow.
+    variant = CFRVariant("dcfr", alpha=1.5, beta=0.0)
+    regrets = torch.tensor([2.0, -2.0], dtype=torch.float64)
+    t = 7
+    out = discount_regrets(regrets, variant, t)
+    assert out.tolist() == [2.0 * (t**1.5 / (t**1.5 + 1)), -2.0 * (t**0.0 / (t**0.0 + 1))]
+    huge = discount_regrets(regrets, CFRVariant("dcfr", alpha=400.0), 10**6)
+    assert huge[0] == 2.0
 
 
 @pytest.mark.parametrize("name", VARIANT_NAMES)

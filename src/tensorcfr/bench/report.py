@@ -138,28 +138,37 @@ def render_markdown(results: dict[str, Any], notes: str | None = None,
             f"{g['infosets']:,} | {g['max_depth']} | {g.get('measured_utc', '')} | {note} |")
     add("")
 
-    add("## Time per iteration (ms, median)")
-    add("")
-    header = "| game | nodes | " + " | ".join(SOLVER_SHORT_NAMES.get(s, s) for s in solvers) + " |"
-    add(header)
-    add("|---|---:|" + "---:|" * len(solvers))
-    for g in games:
-        cells = []
-        for s in solvers:
-            r = _result(g, s)
-            if r is None:
-                cells.append("—")
-            elif r.get("ms_per_iter") is None:
-                cells.append(_short_status(r))
-            else:
-                cell = _fmt_ms(r["ms_per_iter"])
-                if s not in ("ours",) and r.get("speedup_of_ours") is not None:
-                    cell += f" ({_fmt_x(r['speedup_of_ours'])})"
-                cells.append(cell)
-        add(f"| {g['key']} | {g['nodes']:,} | " + " | ".join(cells) + " |")
-    add("")
-    add("In parentheses: speed-up of ours (float64) over that solver, paired per repetition.")
-    add("")
+    for title, field_name, speed_field, explanation in (
+            ("Wall time per iteration (ms, median)", "ms_per_iter", "speedup_of_ours",
+             "Wall-clock time, as a user waits for it."),
+            ("CPU time per iteration (ms, median)", "cpu_ms_per_iter", "cpu_speedup_of_ours",
+             "Process CPU time (all threads of the solver's process). On a loaded machine this "
+             "is the fairer single-core measure: wall time also counts waiting for a core, and a "
+             "process with several busy threads (JaxCFR's XLA pool) gets a larger share of the "
+             "cores.")):
+        add(f"## {title}")
+        add("")
+        add("| game | nodes | " + " | ".join(SOLVER_SHORT_NAMES.get(s, s) for s in solvers)
+            + " |")
+        add("|---|---:|" + "---:|" * len(solvers))
+        for g in games:
+            cells = []
+            for s in solvers:
+                r = _result(g, s)
+                if r is None:
+                    cells.append("—")
+                elif r.get(field_name) is None:
+                    cells.append(_short_status(r))
+                else:
+                    cell = _fmt_ms(r[field_name])
+                    if s != "ours" and r.get(speed_field) is not None:
+                        cell += f" ({_fmt_x(r[speed_field])})"
+                    cells.append(cell)
+            add(f"| {g['key']} | {g['nodes']:,} | " + " | ".join(cells) + " |")
+        add("")
+        add(explanation + " In parentheses: speed-up of ours (float64) over that solver, "
+            "the median of the ratios of paired repetitions.")
+        add("")
     if plot_name:
         add(f"![time per iteration against game size]({plot_name})")
         add("")
@@ -263,28 +272,35 @@ def plot_time_vs_size(results: dict[str, Any], path: str | os.PathLike[str]) -> 
     solvers = list(meta.get("config", {}).get("solvers") or [])
     markers = {"ours": "o", "ours_f32": "s", "openspiel_cpp": "^", "openspiel_python": "v",
                "jax": "D"}
-    fig, ax = plt.subplots(figsize=(8, 5.5), dpi=120)
-    for solver in solvers:
-        xs, ys = [], []
+    fig, axes = plt.subplots(1, 2, figsize=(13, 5.5), dpi=110, sharey=True)
+    panels = (("ms_per_iter", "wall time per CFR iteration (ms)"),
+              ("cpu_ms_per_iter", "CPU time per CFR iteration (ms)"))
+    for ax, (field_name, ylabel) in zip(axes, panels):
+        for solver in solvers:
+            xs, ys = [], []
+            for g in games:
+                r = _result(g, solver)
+                if r is not None and r.get(field_name):
+                    xs.append(g["nodes"])
+                    ys.append(r[field_name])
+            if xs:
+                ax.plot(xs, ys, marker=markers.get(solver, "o"),
+                        label=SOLVER_SHORT_NAMES.get(solver, solver))
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("game size (histories / nodes)")
+        ax.set_ylabel(ylabel)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle(f"CFR iteration time vs game size — {meta.get('cpu_model')}, "
+                 f"{meta.get('threads')} thread(s) per solver, {meta.get('date_utc')}",
+                 fontsize=10)
+    for ax in axes:
+        ymin = ax.get_ylim()[0]
         for g in games:
-            r = _result(g, solver)
-            if r is not None and r.get("ms_per_iter"):
-                xs.append(g["nodes"])
-                ys.append(r["ms_per_iter"])
-        if xs:
-            ax.plot(xs, ys, marker=markers.get(solver, "o"), label=SOLVER_SHORT_NAMES.get(solver, solver))
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("game size (histories / nodes)")
-    ax.set_ylabel("time per CFR iteration (ms)")
-    ax.set_title(f"CFR iteration time vs game size — {meta.get('cpu_model')}, "
-                 f"{meta.get('threads')} thread(s)", fontsize=10)
-    ax.grid(True, which="both", alpha=0.3)
-    ymin = ax.get_ylim()[0]
-    for g in games:
-        ax.annotate(g["key"], (g["nodes"], ymin), xytext=(2, 4), textcoords="offset points",
-                    rotation=90, fontsize=7, color="gray", va="bottom")
-    ax.legend(fontsize=8)
+            ax.annotate(g["key"], (g["nodes"], ymin), xytext=(2, 4),
+                        textcoords="offset points", rotation=90, fontsize=7, color="gray",
+                        va="bottom")
     fig.tight_layout()
     target = Path(path)
     with atomic_path(target) as tmp:

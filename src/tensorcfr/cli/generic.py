@@ -90,7 +90,7 @@ def solve_command(
     import torch
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-    from tensorcfr.core.cfr import TensorCFRSolver, resolve_dtype
+    from tensorcfr.core.cfr import TensorCFRSolver, resolve_device, resolve_dtype
     from tensorcfr.core.policy_io import load_checkpoint, read_checkpoint_metadata, save_policy
     from tensorcfr.core.regret import CFRVariant
     from tensorcfr.games.openspiel.flatten import flatten_game, load_game
@@ -102,6 +102,7 @@ def solve_command(
         raise TensorCFRError(f"--eval-every must be >= 0, got {eval_every}")
     n_threads = set_threads(threads)
     budget = parse_memory(max_memory)
+    resolve_device(device)  # fail before the (possibly long) walk
     if dtype is not None:
         resolve_dtype(dtype)
     if algo is not None:

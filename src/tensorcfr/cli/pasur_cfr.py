@@ -331,22 +331,24 @@ def _print_summary(result: dict[str, Any]) -> None:
     console.print(
         f"DCFR ({result['variant']}, {result['iterations']} iterations per round, "
         f"{result['mode']} mode): value {result['value']:+.6f}, exact value "
-        f"{result['exact_value']:+.6f} (gap {result['value_gap']:+.2e})", highlight=False)
+        f"{result['exact_value']:+.6f} (gap {result['value_gap']:+.2e})", highlight=False,
+        soft_wrap=True)
     console.print(
         f"exploitability {result['exploitability']:.3e} points per game "
         f"(best response to Alex {result['best_response_to_alex']:+.6f}, "
-        f"to Bob {result['best_response_to_bob']:+.6f})", highlight=False)
+        f"to Bob {result['best_response_to_bob']:+.6f})", highlight=False,
+        soft_wrap=True)
     console.print(
         f"nodes per round {result['nodes_per_round']}; build {result['build_seconds']:.1f} s, "
         f"solve {result['solve_seconds']:.1f} s, total {result['seconds']:.1f} s, "
         f"peak RSS {result['peak_rss_mb']:.0f} MiB, {result['threads']} thread(s)",
-        highlight=False)
+        highlight=False, soft_wrap=True)
     if result.get("resumed_rounds"):
         console.print(f"resumed rounds {result['resumed_rounds']} from the checkpoint",
-                      highlight=False)
+                      highlight=False, soft_wrap=True)
     if "out" in result:
         console.print(f"wrote {result['out']}/ ({result['table_rows']:,} table rows)",
-                      highlight=False)
+                      highlight=False, soft_wrap=True)
 
 
 def _read_manifest(folder: Path) -> dict[str, Any]:
@@ -377,8 +379,7 @@ def exploitability_command(
 ) -> None:
     """Recompute the exact exploitability of a saved strategy table.
 
-    Rebuilds the game graph from the manifest's deal and mode, maps the table's rows back onto
-    its edges and computes best responses over the whole game.
+    Rebuilds the graph from the manifest's deal and mode, then best responses to the table.
     """
     from tensorcfr.games.pasur.round_cfr import exploitability, minimax_value
     from tensorcfr.games.pasur.rules import validate_deal
@@ -414,10 +415,11 @@ def exploitability_command(
     if json_out:
         print_json(result)
         return
-    console.print(f"{folder}: {mode} mode, {table.num_rows:,} table rows", highlight=False)
+    console.print(f"{folder}: {mode} mode, {table.num_rows:,} table rows", highlight=False,
+                  soft_wrap=True)
     console.print(f"value {result['value']:+.6f}, exact value {exact_value:+.6f}, "
                   f"exploitability {result['exploitability']:.3e} points per game",
-                  highlight=False)
+                  highlight=False, soft_wrap=True)
 
 
 __all__ = ["build_graphs", "exploitability_command", "run_dcfr_solve"]

@@ -33,11 +33,10 @@ from torch import Tensor
 
 from tensorcfr.core.regret import (
     CFRVariant,
+    average_decay,
     discount_regrets,
     normalize_strategy,
     regret_matching,
-    update_average,
-
 )
 from tensorcfr.core.tree import KIND_CHANCE, LevelTree, estimate_tree_bytes
 from tensorcfr.errors import MemoryLimitError, TensorCFRError
@@ -110,8 +109,6 @@ class _FlatTree:
         old_offset = tree.infoset_action_offset.cpu()
         order = torch.argsort(player * max(num_infosets, 1) + torch.arange(num_infosets),
                               stable=True)  # internal infoset -> tree infoset
-        new_of_old_infoset = torch.empty(num_infosets, dtype=torch.long)
-        new_of_old_infoset[order] = torch.arange(num_infosets)
         new_num_actions = num_actions[order]
         new_offset = torch.zeros(num_infosets, dtype=torch.long)
         if num_infosets:
@@ -139,22 +136,18 @@ class _FlatTree:
         self.action_infoset = internal_infoset.to(device)
 
         # --- flat node arrays in depth order.
-        parent_chunks, kind_chunks, infoset_chunks, slot_chunks = [], [], [], []
+        parent_chunks, kind_chunks, slot_chunks = [], [], []
         prob_chunks, utility_chunks = [], []
         for d, level in enumerate(tree.levels):
             parent = level.parent.cpu().long()
             parent_chunks.append(parent + starts[d - 1] if d > 0 else torch.zeros_like(parent))
             kind_chunks.append(level.kind.cpu().long())
-            info = level.infoset.cpu().long()
-            infoset_chunks.append(torch.where(info >= 0, new_of_old_infoset[info.clamp_min(0)],
-                                              info))
             slot = level.parent_action_slot.cpu().long()
             slot_chunks.append(torch.where(slot >= 0, new_of_old_slot[slot.clamp_min(0)], slot))
             prob_chunks.append(level.chance_prob.cpu().to(torch.float64))
             utility_chunks.append(level.utility.cpu().to(torch.float64))
         parent_g = torch.cat(parent_chunks)
         kind = torch.cat(kind_chunks)
-        node_infoset = torch.cat(infoset_chunks)
         edge_slot = torch.cat(slot_chunks)
         chance_prob = torch.cat(prob_chunks)
         utility = torch.cat(utility_chunks)  # [N, P]
@@ -164,12 +157,8 @@ class _FlatTree:
         for d in range(1, len(sizes)):
             s, e = starts[d], starts[d + 1]
             self.parent_local.append((parent_g[s:e] - starts[d - 1]).to(device))
-        self.parent = parent_g.to(device)
         parent_kind = kind[parent_g]
         parent_kind[0] = KIND_CHANCE  # the root has no parent edge; treat it as chance (prob 1)
-        self.parent_kind = parent_kind.to(device)
-        self.kind = kind.to(device)
-        self.chance_prob = chance_prob.to(device=device, dtype=dtype)
         self.utility_by_player = utility.t().contiguous().to(device=device, dtype=dtype)  # [P, N]
         is_chance_child = parent_kind == KIND_CHANCE
         self.chance_factor = torch.where(is_chance_child, chance_prob,
@@ -182,10 +171,21 @@ class _FlatTree:
         self.local_action_infoset: list[Tensor] = []  # [A_p] infoset local to p's range
         self.uniform: list[Tensor] = []  # [A_p] 1 / (number of actions of the slot's infoset)
         self.first_level: list[int] = []  # first level holding a child of p's decision node
-        self.others: list[Tensor] = []  # reach rows other than p (other players and chance)
         self.edge_reach_index: list[Tensor] = []  # [(P+1) * E] flat reach index per edge
         self.edge_child_parent: list[Tensor] = []  # [2 * E] child ids then parent ids
         counts = new_num_actions.to(torch.float64)
+        # level_share[q][d]: do "all", "none" or some ("mixed") nodes of level d hang below
+        # an actor of reach row q (player q, or chance for q = n_players)?
+        self.level_share: list[list[str]] = []
+        for q in range(n_players + 1):
+            actor = KIND_CHANCE if q == n_players else q
+            below = parent_kind == actor
+            below[0] = False
+            shares = ["none"]
+            for d in range(1, len(sizes)):
+                count = int(below[starts[d]:starts[d + 1]].sum())
+                shares.append("none" if count == 0 else "all" if count == sizes[d] else "mixed")
+            self.level_share.append(shares)
         for p in range(n_players):
             children = torch.nonzero(parent_kind == p).squeeze(1)
             children = children[children > 0]
@@ -203,7 +203,6 @@ class _FlatTree:
                                                right=True)) - 1
             self.first_level.append(first)
             rows = [q for q in range(n_players + 1) if q != p] + [p]
-            self.others.append(torch.tensor(rows[:-1], dtype=torch.long, device=device))
             parents = parent_g[children]
             # Flat indices into reach [P+1, N]: other rows (players, chance), then own row.
             self.edge_reach_index.append(
@@ -214,15 +213,15 @@ class _FlatTree:
         self.dtype = dtype
 
 
-def _regret_matching_uniform(regrets: Tensor, action_infoset: Tensor, num_infosets: int,
-                             uniform: Tensor, out: Tensor) -> Tensor:
-    """:func:`regret_matching` with the uniform strategy [A] precomputed, written into
-    ``out`` (bitwise the same result)."""
+def _regret_matching_uniform(regrets: Tensor, action_infoset: Tensor, totals: Tensor,
+                             uniform: Tensor, zero: Tensor, out: Tensor) -> Tensor:
+    """:func:`regret_matching` with preallocated buffers (``totals`` [I], ``zero`` a 0-dim
+    tensor, the uniform strategy [A]), written into ``out``; bitwise the same result."""
     positive = regrets.clamp_min(0)
-    totals = torch.zeros(num_infosets, dtype=regrets.dtype, device=regrets.device)
+    totals.zero_()
     totals.index_add_(0, action_infoset, positive)
     slot_totals = totals.index_select(0, action_infoset)
-    return torch.where(slot_totals > 0, positive.div_(slot_totals), uniform, out=out)
+    return torch.where(slot_totals > zero, positive.div_(slot_totals), uniform, out=out)
 
 
 class TensorCFRSolver:
@@ -307,6 +306,9 @@ class TensorCFRSolver:
         """Per-player views of the slot-indexed state (recomputed when tensors are replaced)."""
         views = self._slot_views
         self._regret_views = [self._regrets[v] for v in views]
+        self._infoset_totals = [torch.zeros(i1 - i0, dtype=self.dtype, device=self.device)
+                                for i0, i1 in self._flat.infoset_range]
+        self._zero = torch.zeros((), dtype=self.dtype, device=self.device)
         self._own_reach_sums = [torch.zeros(v.stop - v.start, dtype=self.dtype,
                                             device=self.device) for v in views]
         self._average_views = [self._cumulative_strategy[v] for v in views]
@@ -334,13 +336,18 @@ class TensorCFRSolver:
                             values[..., ps:pe], index, values.dim() - 1))
             return out
 
-        def forward_views(reach: Tensor, factor: Tensor, first: int) -> list[tuple]:
+        def forward_views(row: int, reach: Tensor, factor: Tensor, first: int) -> list[tuple]:
+            """Views of one reach row's forward pass.  A level whose nodes all hang below
+            the row's actor multiplies by ``edge_prob`` directly, a level with none of them
+            only gathers (factor 1), and only mixed levels read the ``factor`` row."""
             out = []
             for d in range(max(first, 1), depth):
                 ps, pe = levels[d - 1]
                 s, e = levels[d]
-                out.append((reach[..., ps:pe], parent_local[d], reach[..., s:e],
-                            factor[..., s:e], reach.dim() - 1))
+                share = flat.level_share[row][d]
+                level_factor = (self._edge_prob[s:e] if share == "all" else
+                                None if share == "none" else factor[s:e])
+                out.append((reach[ps:pe], parent_local[d], reach[s:e], level_factor, 0))
             return out
 
         n_players = flat.num_players
@@ -355,6 +362,7 @@ class TensorCFRSolver:
                 "reach_flat": reach.view(-1),
                 "reach_before": reach[:p] if p > 0 else None,  # players 0..p-1
                 "reach_after": reach[p:n_players],  # players p+1..n-1, then chance
+                "cf_factors": [reach[q] for q in range(n_players)],  # other rows, chance
                 "own_reach": reach[n_players],
                 "values_flat": values.view(-1), "child_values": values[0],
                 "parent_values": values[1],
@@ -366,10 +374,15 @@ class TensorCFRSolver:
         self._backward_player = [backward_views(self._values[p], self._scratch[p], first[p])
                                  for p in range(n_players)]
         self._backward_all = backward_views(self._values, self._scratch, lowest_all)
-        self._forward_player = [forward_views(self._reach[p], self._factor[p], first[p])
+        self._forward_player = [forward_views(p, self._reach[p], self._factor[p], first[p])
                                 for p in range(n_players)]
-        self._forward_all = forward_views(self._reach, self._factor, 1)
+        self._forward_chance = forward_views(n_players, self._reach[n_players],
+                                             self._factor[n_players], 1)
+        # Factor rows are only read on mixed levels; skip maintaining them otherwise.
+        self._needs_factor_row = [any(share == "mixed" for share in flat.level_share[p])
+                                  for p in range(n_players)]
         self._value_rows = [self._values[p] for p in range(n_players)]
+        self._factor_rows = [self._factor[p] for p in range(n_players)]
         self._utility_rows = [flat.utility_by_player[p] for p in range(n_players)]
 
     # ------------------------------------------------------------------ properties
@@ -391,9 +404,10 @@ class TensorCFRSolver:
     # ------------------------------------------------------------------ passes
     def _refresh_all(self) -> None:
         """Recompute edge probabilities and every reach row from the current strategy."""
+        self._forward(self._forward_chance)
         for p in range(self._flat.num_players):
             self._set_edges(p)
-        self._forward(self._forward_all)
+            self._forward(self._forward_player[p])
 
     def _refresh_player(self, player: int) -> None:
         """After ``player``'s strategy changed: update its edges and its reach row."""
@@ -406,7 +420,8 @@ class TensorCFRSolver:
         factor[n]`` (levels above a player's first action keep reach 1)."""
         for reach_parent, parent_local, reach_out, factor, dim in views:
             torch.index_select(reach_parent, dim, parent_local, out=reach_out)
-            reach_out.mul_(factor)
+            if factor is not None:
+                reach_out.mul_(factor)
 
     @staticmethod
     def _backward(views: list[tuple]) -> None:
@@ -433,14 +448,15 @@ class TensorCFRSolver:
         torch.index_select(values, 0, flat.edge_child_parent[player], out=buffers["values_flat"])
         edge_regret = buffers["regret"]
         torch.sub(buffers["child_values"], buffers["parent_values"], out=edge_regret)
-        before, after = buffers["reach_before"], buffers["reach_after"]
-        if before is None:
-            counterfactual_reach = after[0] if after.shape[0] == 1 else torch.prod(after, 0)
-        elif after.shape[0] == 1 and before.shape[0] == 1:
-            counterfactual_reach = before[0] * after[0]
+        factors = buffers["cf_factors"]
+        if len(factors) == 2:  # two players: one other player and chance
+            edge_regret.mul_(factors[0] * factors[1])
         else:
-            counterfactual_reach = torch.prod(before, 0) * torch.prod(after, 0)
-        edge_regret.mul_(counterfactual_reach)
+            before, after = buffers["reach_before"], buffers["reach_after"]
+            counterfactual_reach = torch.prod(after, 0)
+            if before is not None:
+                counterfactual_reach = torch.prod(before, 0) * counterfactual_reach
+            edge_regret.mul_(counterfactual_reach)
         slot_index = flat.edge_slot_local[player]
         if self.variant.predictive:
             instant = self._prediction_views[player]
@@ -453,12 +469,15 @@ class TensorCFRSolver:
         discount_regrets(regrets, self.variant, t, out=regrets)
         # Own reach summed over the infoset's histories (one edge per history and slot),
         # times the current strategy: this iteration's contribution to the average.
-        weighted = self._own_reach_sums[player]
-        weighted.zero_()
-        weighted.scatter_add_(0, slot_index, buffers["own_reach"])
-        weighted.mul_(self._strategy_views[player])
+        # (update_average(average, own_reach x strategy) with one fused multiply-add.)
+        own_reach = self._own_reach_sums[player]
+        own_reach.zero_()
+        own_reach.scatter_add_(0, slot_index, buffers["own_reach"])
         average = self._average_views[player]
-        update_average(average, weighted, self.variant, t, out=average)
+        decay = average_decay(self.variant, t)
+        if decay != 1.0:
+            average.mul_(decay)
+        average.addcmul_(own_reach, self._strategy_views[player])
 
     def _player_strategy(self, player: int) -> None:
         """Regret matching for ``player`` (PCFR+: on regrets + prediction)."""
@@ -468,9 +487,9 @@ class TensorCFRSolver:
             return
         if self.variant.predictive:
             regrets = regrets + self._prediction_views[player]
-        i0, i1 = flat.infoset_range[player]
-        _regret_matching_uniform(regrets, flat.local_action_infoset[player], i1 - i0,
-                                 flat.uniform[player], out=self._strategy_views[player])
+        _regret_matching_uniform(regrets, flat.local_action_infoset[player],
+                                 self._infoset_totals[player], flat.uniform[player], self._zero,
+                                 out=self._strategy_views[player])
 
     def _set_edges(self, player: int) -> None:
         """Copy player ``player``'s current strategy onto its edges (edge_prob and factor)."""
@@ -478,7 +497,8 @@ class TensorCFRSolver:
         probs = self._strategy_views[player].index_select(0, flat.edge_slot_local[player])
         children = flat.edge_child[player]
         self._edge_prob.index_copy_(0, children, probs)
-        self._factor[player].index_copy_(0, children, probs)
+        if self._needs_factor_row[player]:
+            self._factor_rows[player].index_copy_(0, children, probs)
 
     # ------------------------------------------------------------------ public API
     def evaluate_and_update_policy(self) -> None:
@@ -501,8 +521,7 @@ class TensorCFRSolver:
                 self._player_update(p, self._value_rows[p])
             for p in range(n_players):
                 self._player_strategy(p)
-                self._set_edges(p)
-            self._forward(self._forward_all)
+                self._refresh_player(p)
 
     def iterate(self, num_iterations: int = 1,
                 callback: Callable[["TensorCFRSolver"], None] | None = None) -> None:

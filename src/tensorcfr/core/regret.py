@@ -46,6 +46,7 @@ __all__ = [
     "update_regrets",
     "discount_regrets",
     "update_average",
+    "average_decay",
     "normalize_strategy",
     "segment_sum",
 ]
@@ -201,6 +202,17 @@ def update_regrets(cumulative_regrets: Tensor, instant_regrets: Tensor, variant:
     return discount_regrets(total, variant, iteration, out=total)
 
 
+def average_decay(variant: CFRVariant, iteration: int) -> float:
+    """Factor ``((t-1)/t)^g`` applied to the stored cumulative strategy at iteration ``t``
+    before adding ``w_t`` (1 for vanilla CFR), see :func:`update_average`."""
+    if iteration < 1:
+        raise TensorCFRError(f"iteration numbers start at 1, got {iteration}")
+    exponent = variant.average_exponent()
+    if exponent == 0.0:
+        return 1.0
+    return ((iteration - 1) / iteration) ** exponent
+
+
 def update_average(cumulative_strategy: Tensor, weighted_strategy: Tensor, variant: CFRVariant,
                    iteration: int, *, out: Tensor | None = None) -> Tensor:
     """Accumulate ``weighted_strategy`` (own reach x current strategy, per slot [A]).
@@ -210,14 +222,11 @@ def update_average(cumulative_strategy: Tensor, weighted_strategy: Tensor, varia
     docstring).  Returns the new cumulative strategy [A]: a new tensor, or ``out`` when
     given (``out`` may be ``cumulative_strategy`` itself).
     """
-    if iteration < 1:
-        raise TensorCFRError(f"iteration numbers start at 1, got {iteration}")
-    exponent = variant.average_exponent()
-    if exponent == 0.0:
+    decay = average_decay(variant, iteration)
+    if decay == 1.0:
         if out is not None:
             return torch.add(cumulative_strategy, weighted_strategy, out=out)
         return cumulative_strategy + weighted_strategy
-    decay = ((iteration - 1) / iteration) ** exponent
     if out is not None:
         return torch.mul(cumulative_strategy, decay, out=out).add_(weighted_strategy)
     return cumulative_strategy * decay + weighted_strategy

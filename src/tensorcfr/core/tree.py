@@ -77,19 +77,19 @@ def estimate_tree_bytes(num_nodes: int, num_slots: int, num_infosets: int, num_p
                         float_bytes: int = 8, solver: bool = True) -> int:
     """Estimated bytes of a :class:`LevelTree` (and, if ``solver``, a CFR solver on it).
 
-    Tree: per node 3 long + 1 int8 + 1 float + ``num_players`` floats, per slot 2 longs,
-    per infoset 3 longs.  Solver working set (see :mod:`tensorcfr.core.cfr`): per node
-    ``num_players + 1`` reach columns, ``num_players`` values, edge probability and a few
-    precomputed long index arrays (about 6 more longs); per slot about 8 floats (regrets,
-    averages, strategy, predictions, temporaries).
+    Tree: per node 3 longs + 1 int8 + 1 float + ``num_players`` floats, per slot 2 longs,
+    per infoset 3 longs.  Solver working set (see :mod:`tensorcfr.core.cfr`), per node:
+    reach and factor rows (``2 (n + 1)`` floats), values, scratch and utilities (``3 n``),
+    edge and chance probabilities (2), and about ``n + 7`` longs of precomputed indices;
+    per slot about 8 floats and 5 longs.
     """
     per_node = 3 * 8 + 1 + float_bytes + num_players * float_bytes
     per_slot = 2 * 8
     per_infoset = 3 * 8
     total = num_nodes * per_node + num_slots * per_slot + num_infosets * per_infoset
     if solver:
-        total += num_nodes * ((2 * num_players + 3) * float_bytes + 6 * 8)
-        total += num_slots * 8 * float_bytes + num_infosets * 4 * float_bytes
+        total += num_nodes * ((5 * num_players + 4) * float_bytes + (num_players + 7) * 8)
+        total += num_slots * (8 * float_bytes + 5 * 8) + num_infosets * 2 * float_bytes
     return int(total)
 
 

@@ -236,7 +236,8 @@ def load_strategy_table(path: str | Path) -> StrategyTable:
     except (UnicodeDecodeError, ValueError):
         raise _fail(path, "unreadable metadata") from None
     if not isinstance(metadata, dict) or metadata.get("format") != TABLE_FORMAT:
-        raise _fail(path, f"format is {metadata.get('format') if isinstance(metadata, dict) else None!r}")
+        found = metadata.get("format") if isinstance(metadata, dict) else None
+        raise _fail(path, f"format is {found!r}")
     if metadata.get("version") != TABLE_VERSION:
         raise _fail(path, f"unsupported version {metadata.get('version')!r}")
     for expected in TABLE_SCHEMA:

@@ -35,15 +35,17 @@ that order the card node of every full node of level ``l`` is
 ``arange(M_l) (x)_{d_l} c_scr`` (RepeatBlocks of the level's card nodes, blocks = each root's
 descendants ``d_l``, repeated once per inherited score ``c_scr`` of the root).
 
-Public API: :func:`build_tree_rounds`, :func:`estimate_tree_size` (+ :class:`TreeEstimate`),
-:func:`build_card_round` (one round's card-state tree, for tests and tables),
-:func:`repeat_blocks`, :func:`compressed_codes` (the paper's ``t_cmp``).
+Public API: :func:`build_tree_rounds` (+ :func:`build_tree_round` for one round),
+:func:`estimate_tree_size` (+ :class:`TreeEstimate`), :func:`round_start_states` and
+:func:`inherited_score_sets` (the merged round roots), :func:`build_card_round` (one round's
+card-state tree), :func:`repeat_blocks`, :func:`compressed_codes` (the paper's ``t_cmp``).
+Feature rows: :mod:`tensorcfr.games.pasur.features`. Documentation: docs/pasur_tensor_tree.md.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Callable, Sequence
 
 import torch
 
@@ -90,6 +92,9 @@ NODE_BYTES = 8
 END_NODE_BYTES = 16
 # Transient working memory while a level is built, per edge of that level (index tensors).
 TRANSIENT_EDGE_BYTES = 48
+# Per card node of the round being unfolded: tallies, roots, branch, action card / captured /
+# points (3 + 8 + 8 + 8 + 8 + 2 bytes).
+CARD_NODE_WORK_BYTES = 37
 
 
 def _card_points() -> list[int]:
@@ -255,7 +260,9 @@ class CardRound:
             axis follows this order (paper: ``t_inp``).
         dealt_before: BoolTensor [52]: cards dealt before this round (initial pool and earlier
             hands; paper: ``t_dlt``).
-        states: per level 0..8, int8 ``[M_l, 3, m]`` (paper: ``t_gme``).
+        states: per level 0..8, int8 ``[M_l, 3, m]`` (paper: ``t_gme``). With
+            ``keep_levels=False`` only the last level's states, tallies and roots are kept
+            (the others are empty tensors) and the per-ply lists are emptied likewise.
         tallies: per level, int8 ``[M_l, 3]``: clubs Alex / Bob captured in the round so far
             and the round's last capturer (0 none, 1 Alex, 2 Bob) (paper: ``t_rus``).
         roots: per level, LongTensor ``[M_l]``: the level-0 node each node descends from.
@@ -264,6 +271,8 @@ class CardRound:
         action_captured: per ply, LongTensor ``[M_{l+1}]``: bit mask of the captured cards.
         action_points: per ply, int16 ``[M_{l+1}]``: points (Alex minus Bob) of the action:
             captured cards and the played card when it captures, Surs; no clubs bonus.
+        level_sizes: card nodes per level 0..8.
+        root_counts: per level, LongTensor ``[R]``: descendants of each root at that level.
     """
 
     round_index: int
@@ -276,22 +285,40 @@ class CardRound:
     action_card: list[torch.Tensor] = field(default_factory=list)
     action_captured: list[torch.Tensor] = field(default_factory=list)
     action_points: list[torch.Tensor] = field(default_factory=list)
+    level_sizes: list[int] = field(default_factory=list)
+    root_counts: list[torch.Tensor] = field(default_factory=list)
+    keep_levels: bool = True
 
-    @property
-    def level_sizes(self) -> list[int]:
-        """Card nodes per level 0..8."""
-        return [int(s.shape[0]) for s in self.states]
+    def _record_level(self) -> None:
+        """Count the newest level (card nodes, descendants per root) and, when levels are not
+        kept, free the previous one (then only the last level stays in memory)."""
+        self.level_sizes.append(int(self.states[-1].shape[0]))
+        self.root_counts.append(torch.bincount(self.roots[-1],
+                                               minlength=int(self.root_counts[0].numel())
+                                               if self.root_counts else
+                                               int(self.states[0].shape[0])))
+        if not self.keep_levels and len(self.states) > 1:
+            empty = self.states[-1].new_zeros(0)
+            for name in ("states", "tallies", "roots"):
+                getattr(self, name)[-2] = empty
+            for name in ("branch", "action_card", "action_captured", "action_points"):
+                getattr(self, name)[-1] = empty
+
+
+def _pack_columns(codes: torch.Tensor, bits_per_column: int) -> torch.Tensor:
+    """int64 key per row of a small-integer matrix ``[N, m]`` (``m * bits <= 62``), column
+    ``j`` in bits ``j*bits ..``; built column by column (no ``[N, m]`` int64 temporary)."""
+    key = torch.zeros(codes.shape[0], dtype=torch.int64, device=codes.device)
+    for j in range(codes.shape[1]):
+        key |= torch.bitwise_left_shift(codes[:, j].to(torch.int64), bits_per_column * j)
+    return key
 
 
 def _unique_configs(row0: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Distinct rows of ``t_gme[:, 0, :]`` (codes 0..3) and the inverse index of every node."""
     m = row0.shape[1]
     if 0 < m <= 31:
-        weights = torch.bitwise_left_shift(
-            torch.ones(m, dtype=torch.int64, device=row0.device),
-            2 * torch.arange(m, device=row0.device))
-        key = (row0.to(torch.int64) * weights).sum(dim=1)
-        values, inverse = torch.unique(key, return_inverse=True)
+        values, inverse = torch.unique(_pack_columns(row0, 2), return_inverse=True)
         configs = (torch.bitwise_right_shift(values.unsqueeze(1), 2 * torch.arange(
             m, device=row0.device)) & 3).to(torch.int8)
         return configs, inverse
@@ -300,78 +327,88 @@ def _unique_configs(row0: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 def _expand_ply(card_round: CardRound, level: int, tpl: _Templates, numjack_pos: torch.Tensor,
                 card_points: torch.Tensor, card_clubs: torch.Tensor, chunk_rows: int) -> None:
-    """Apply one ply to the last layer of ``card_round`` (paper: FindMoves + ApplyMoves)."""
+    """Apply one ply to the last layer of ``card_round`` (paper: FindMoves + ApplyMoves).
+
+    Legal actions and their effect on row 0 depend only on row 0 (where each card is), which
+    many nodes share (the same cards played in another order). So actions are found and
+    applied once per distinct row 0 ("config"), then gathered for every node: the child's
+    row 0 is its config-action's new row 0 and the player's history row gets the action's
+    delta (``turn+1`` on the played card, ``10*(turn+1)`` on each captured card).
+    """
     state, tally, root = card_round.states[-1], card_round.tallies[-1], card_round.roots[-1]
     device = state.device
     round_index = card_round.round_index
     player, turn = level % 2, level // 2
-    # Legal actions depend on row 0 only (where each card is), and many nodes share it (the
-    # same cards played in another order): find the actions of each distinct row 0 once.
     configs, config_of_node = _unique_configs(state[:, 0, :])
-    config_parent, config_template = [], []
+    config_parent_parts, config_template_parts = [], []
     for start in range(0, configs.shape[0], chunk_rows):
         legal = _legal_templates(configs[start:start + chunk_rows], player, tpl)
         node, template = torch.nonzero(legal, as_tuple=True)   # sorted by node, then template
-        config_parent.append(node + start)
-        config_template.append(template)
-    config_template_all = torch.cat(config_template)
-    config_branch = torch.bincount(torch.cat(config_parent), minlength=configs.shape[0])
+        config_parent_parts.append(node + start)
+        config_template_parts.append(template)
+    config_parent = torch.cat(config_parent_parts)
+    config_template = torch.cat(config_template_parts)
+    config_branch = torch.bincount(config_parent, minlength=configs.shape[0])
     if bool((config_branch == 0).any()):
         raise AssertionError("a node without a legal action: the hands are inconsistent")
-    config_start = torch.cumsum(config_branch, 0) - config_branch
-    branch = config_branch[config_of_node]                             # paper: t_brf
-    parent = torch.repeat_interleave(torch.arange(state.shape[0], device=device), branch)
-    edge_start = torch.cumsum(branch, 0) - branch
-    rank = torch.arange(parent.numel(), device=device) - edge_start[parent]
-    template = config_template_all[config_start[config_of_node[parent]] + rank]
-    del parent, rank, edge_start
-    # Paper: t_gme <- t_gme (x) t_brf (each node repeated once per action), then ApplyMoves.
-    child = torch.repeat_interleave(state, branch, dim=0)
-    child_tally = torch.repeat_interleave(tally, branch, dim=0)
-    child_root = torch.repeat_interleave(root, branch, dim=0)
-    kind = tpl.kind[template]
-    captured = tpl.captured[template]                                  # t_act[:, 1, :]
-    played = tpl.played[template]                                      # t_act[:, 0, :]
-    bits = tpl.bits[template]
-    points = tpl.points[template]
-    clubs = tpl.clubs[template]
+    # --- each config action applied once (paper: t_act rows [0] played, [1] captured) ---
+    kind = tpl.kind[config_template]
+    captured = tpl.captured[config_template]                           # t_act[:, 1, :]
+    played = tpl.played[config_template]                               # t_act[:, 0, :]
+    bits = tpl.bits[config_template]
+    points = tpl.points[config_template]
+    clubs = tpl.clubs[config_template]
+    parent_row0 = configs[config_parent]
     jack_rows = torch.nonzero(kind == _TEMPLATE_JACK).flatten()
-    if jack_rows.numel():
-        jack_captured = (child[jack_rows, 0, :] == POOL) & numjack_pos
+    if jack_rows.numel():  # the Jack takes every numeric card and Jack of the pool
+        jack_captured = (parent_row0[jack_rows] == POOL) & numjack_pos
         captured[jack_rows] = jack_captured
         weights = torch.bitwise_left_shift(torch.ones_like(card_round.in_play),
                                            card_round.in_play)
         bits[jack_rows] = (jack_captured.to(torch.int64) * weights).sum(dim=1)
-        points[jack_rows] += (jack_captured.to(torch.int16) * card_points).sum(dim=1,
-                                                                                dtype=torch.int16)
+        points[jack_rows] += (jack_captured.to(torch.int16) * card_points).sum(
+            dim=1, dtype=torch.int16)
         clubs[jack_rows] += (jack_captured.to(torch.int8) * card_clubs).sum(dim=1,
                                                                             dtype=torch.int8)
     takes = kind != _TEMPLATE_LAY                                      # paper: t_mpk
-    row0 = child[:, 0, :]
-    row0.masked_fill_(captured, GONE)
+    new_row0 = parent_row0.masked_fill(captured, GONE)
     new_place = torch.where(takes, GONE, POOL).to(torch.int8).unsqueeze(1)
-    child[:, 0, :] = torch.where(played, new_place, row0)
-    # Player's history row: turn+1 on the played card, 10*(turn+1) on each captured card.
-    child[:, 1 + player, :] += (played.to(torch.int8) * (turn + 1)
-                                + captured.to(torch.int8) * (10 * (turn + 1)))
-    pool_empty = ~(child[:, 0, :] == POOL).any(dim=1)
+    new_row0 = torch.where(played, new_place, new_row0)
+    history_delta = (played.to(torch.int8) * (turn + 1)
+                     + captured.to(torch.int8) * (10 * (turn + 1)))
+    pool_empty = ~(new_row0 == POOL).any(dim=1)
     # Sur: a capture that empties the pool, not by a Jack, not in the last round.
     sur = takes & pool_empty & (kind != _TEMPLATE_JACK) & (round_index < NUM_ROUNDS - 1)
     points = points + sur.to(torch.int16) * SUR_POINTS
-    child_tally[:, RUS_ALEX_CLUBS + player] += clubs
-    child_tally[:, RUS_LAST].masked_fill_(takes, player + 1)
+    del captured, played, parent_row0
+    # --- every node: paper t_gme <- t_gme (x) t_brf, then the config action's effect ---
+    config_start = torch.cumsum(config_branch, 0) - config_branch
+    branch = config_branch[config_of_node]                             # paper: t_brf
+    parent = torch.repeat_interleave(torch.arange(state.shape[0], device=device), branch)
+    edge_start = torch.cumsum(branch, 0) - branch
+    action = (config_start[config_of_node[parent]]
+              + torch.arange(parent.numel(), device=device) - edge_start[parent])
+    del parent, edge_start
+    child = torch.repeat_interleave(state, branch, dim=0)
+    child[:, 0, :] = new_row0[action]
+    child[:, 1 + player, :] += history_delta[action]
+    child_tally = torch.repeat_interleave(tally, branch, dim=0)
+    child_tally[:, RUS_ALEX_CLUBS + player] += clubs[action]
+    child_tally[:, RUS_LAST].masked_fill_(takes[action], player + 1)
     card_round.branch.append(branch)
-    card_round.action_card.append(card_round.in_play[tpl.card_pos[template]])
-    card_round.action_captured.append(bits)
-    card_round.action_points.append(points if player == 0 else -points)
+    card_round.action_card.append(card_round.in_play[tpl.card_pos[config_template[action]]])
+    card_round.action_captured.append(bits[action])
+    card_round.action_points.append(points[action] if player == 0 else -points[action])
     card_round.states.append(child)
     card_round.tallies.append(child_tally)
-    card_round.roots.append(child_root)
+    card_round.roots.append(torch.repeat_interleave(root, branch, dim=0))
+    card_round._record_level()
 
 
 def build_card_round(deal: Sequence[int], round_index: int, pools: torch.Tensor,
                      device: torch.device | str = "cpu",
-                     chunk_rows: int = _CHUNK_ROWS) -> CardRound:
+                     chunk_rows: int = _CHUNK_ROWS, keep_levels: bool = True,
+                     on_level: Callable[[CardRound], None] | None = None) -> CardRound:
     """Build one round's card-state tree from several round-start pools, layer by layer.
 
     Args:
@@ -380,11 +417,18 @@ def build_card_round(deal: Sequence[int], round_index: int, pools: torch.Tensor,
         pools: BoolTensor ``[R, 52]``: the distinct pools at the round's start (one root each).
         device: torch device for every tensor.
         chunk_rows: nodes processed per matrix product (bounds the ``[C, K]`` temporaries).
+        keep_levels: keep every level (default) or only the last one (for counting: memory
+            of two consecutive levels instead of nine).
+        on_level: called after each level is built (e.g. to stop early on a memory limit).
 
     Returns:
         The :class:`CardRound` with 9 levels (level 0 = the R roots, in the given order).
     """
     deal = validate_deal(deal)
+    if not 0 <= round_index < NUM_ROUNDS:
+        raise TensorCFRError(f"round_index must be 0..5, got {round_index}")
+    if pools.dim() != 2 or pools.shape[1] != NUM_CARDS:
+        raise TensorCFRError(f"pools must be a [R, 52] boolean tensor, got {tuple(pools.shape)}")
     device = torch.device(device)
     pools = pools.to(device=device, dtype=torch.bool)
     alex, bob = round_hands(deal, round_index)
@@ -405,10 +449,12 @@ def build_card_round(deal: Sequence[int], round_index: int, pools: torch.Tensor,
     state[:, 0, [pos[c] for c in bob]] = BOB_HAND
     dealt_before = torch.zeros(NUM_CARDS, dtype=torch.bool, device=device)
     dealt_before[list(deal[:4 + 8 * round_index])] = True
-    card_round = CardRound(round_index=round_index, in_play=in_play, dealt_before=dealt_before)
+    card_round = CardRound(round_index=round_index, in_play=in_play, dealt_before=dealt_before,
+                           keep_levels=keep_levels)
     card_round.states.append(state)
     card_round.tallies.append(torch.zeros((pools.shape[0], 3), dtype=torch.int8, device=device))
     card_round.roots.append(torch.arange(pools.shape[0], device=device))
+    card_round._record_level()
     templates = [_player_templates(cards, alex, device), _player_templates(cards, bob, device)]
     numjack_pos = torch.tensor([is_numeric(c) or is_jack(c) for c in cards], dtype=torch.bool,
                                device=device)
@@ -417,6 +463,8 @@ def build_card_round(deal: Sequence[int], round_index: int, pools: torch.Tensor,
     for level in range(PLIES_PER_ROUND):
         _expand_ply(card_round, level, templates[level % 2], numjack_pos, card_points,
                     card_clubs, chunk_rows)
+        if on_level is not None:
+            on_level(card_round)
     return card_round
 
 
@@ -513,7 +561,7 @@ def _link_round(card_round: CardRound, roots: _RoundRoots) -> tuple[_RoundLink, 
                                       card_round.roots[-1])
     position_bits = torch.bitwise_left_shift(torch.ones(m, dtype=torch.int64, device=device),
                                              torch.arange(m, device=device))
-    pool_code = ((end_state[:, 0, :] == POOL).to(torch.int64) * position_bits).sum(dim=1)
+    pool_code = _pack_columns(end_state[:, 0, :] == POOL, 1)
     num_roots = roots.pools.shape[0]
     groups, end_group = _unique_rows(
         [end_root, pool_code, end_tally[:, 0].long(), end_tally[:, 1].long(),
@@ -551,15 +599,34 @@ def _first_roots(deal: tuple[int, ...], device: torch.device) -> _RoundRoots:
 
 def _card_rounds(deal: tuple[int, ...], device: torch.device, limit: int | None = None
                  ) -> list[tuple[CardRound, _RoundRoots, _RoundLink | None]]:
-    """Phase 1: every round's card tree, its root pairs and the linkage to the next round.
+    """Phase 1: every round's card tree (last level only), its root pairs and the linkage
+    to the next round.
 
     With ``limit`` (bytes), stops early with :class:`MemoryLimitError` as soon as the rounds
     built so far already need more than ``limit`` (a lower bound of the whole tree).
     """
-    rounds = []
+    rounds: list[tuple[CardRound, _RoundRoots, _RoundLink | None]] = []
     roots = _first_roots(deal, device)
     for round_index in range(NUM_ROUNDS):
-        card_round = build_card_round(deal, round_index, roots.pools, device=device)
+        on_level = None
+        if limit is not None:
+            done_bytes = _estimate(rounds).graph_bytes if rounds else 0
+            counts = roots.scores_per_root
+
+            def on_level(card_round: CardRound, done_bytes: int = done_bytes,
+                         counts: torch.Tensor = counts) -> None:
+                # Lower bound while the round grows: the full nodes and edges so far.
+                nodes = sum(int((d * counts).sum()) for d in card_round.root_counts)
+                needed = done_bytes + (EDGE_BYTES + NODE_BYTES) * nodes
+                if needed > limit:
+                    raise MemoryLimitError(
+                        f"already round {card_round.round_index + 1} of this deal's game tree "
+                        f"needs more than {format_bytes(needed)}, more than the "
+                        f"{format_bytes(limit)} allowed; use --mode dag (merged states) or "
+                        "raise --max-memory")
+
+        card_round = build_card_round(deal, round_index, roots.pools, device=device,
+                                      keep_levels=False, on_level=on_level)
         if round_index < NUM_ROUNDS - 1:
             link, next_roots = _link_round(card_round, roots)
         else:
@@ -633,8 +700,7 @@ class TreeEstimate:
 
 def _full_level_sizes(card_round: CardRound, roots: _RoundRoots) -> list[int]:
     counts = roots.scores_per_root
-    return [int((torch.bincount(r, minlength=counts.numel()) * counts).sum())
-            for r in card_round.roots]
+    return [int((descendants * counts).sum()) for descendants in card_round.root_counts]
 
 
 def _estimate(rounds: list[tuple[CardRound, _RoundRoots, _RoundLink | None]]) -> TreeEstimate:
@@ -648,10 +714,13 @@ def _estimate(rounds: list[tuple[CardRound, _RoundRoots, _RoundLink | None]]) ->
         root_pairs.append(int(roots.pair_card.numel()))
         edges = sum(sizes[1:])
         m = card_round.in_play.numel()
-        card_bytes = sum(n * (4 * m + 3 + 8 + 8 + 8 + 2 + 8) for n in card_round.level_sizes)
+        card_nodes_round = sum(card_round.level_sizes)
+        # node_state keeps each level's card states and codes (4 bytes per in-play card).
         graph_bytes += (EDGE_BYTES * edges + NODE_BYTES * sum(sizes) + END_NODE_BYTES * sizes[-1]
-                        + card_bytes)
-        transient = max(transient, TRANSIENT_EDGE_BYTES * max(sizes))
+                        + 4 * m * card_nodes_round)
+        # While a round is unfolded: its card layers' other tensors + one level's temporaries.
+        transient = max(transient, CARD_NODE_WORK_BYTES * card_nodes_round
+                        + TRANSIENT_EDGE_BYTES * max(sizes))
     return TreeEstimate(card_nodes=card_nodes, nodes=nodes, score_states=score_states,
                         root_pairs=root_pairs, graph_bytes=int(graph_bytes),
                         peak_bytes=int(graph_bytes + transient))
@@ -717,7 +786,7 @@ def _full_level(card_round: CardRound, roots: _RoundRoots, level: int
     """
     device = card_round.in_play.device
     scores_per_root = roots.scores_per_root                                 # c_scr
-    descendants = torch.bincount(card_round.roots[level], minlength=scores_per_root.numel())
+    descendants = card_round.root_counts[level]
     card = repeat_blocks(torch.arange(card_round.states[level].shape[0], device=device),
                          descendants, scores_per_root)
     score = torch.repeat_interleave(roots.pair_score, descendants[roots.pair_card])
@@ -767,7 +836,7 @@ def _round_graph(card_round: CardRound, roots: _RoundRoots, link: _RoundLink | N
         # Paper t_lnk: round-end node (card j, k-th score of its root) -> next-round root.
         scores_per_root = roots.scores_per_root
         root_of_end = card_round.roots[-1][card]
-        descendants = torch.bincount(card_round.roots[-1], minlength=scores_per_root.numel())
+        descendants = card_round.root_counts[-1]
         block = scores_per_root * descendants
         block_start = torch.cumsum(block, 0) - block
         copy = (torch.arange(card.numel(), device=device) - block_start[root_of_end]
@@ -796,6 +865,16 @@ def _round_graph(card_round: CardRound, roots: _RoundRoots, link: _RoundLink | N
         terminal_reward=terminal, node_state=node_state)
 
 
+def _memory_limit(max_memory: int | str | None, device: torch.device) -> int:
+    """Bytes allowed: ``max_memory`` (int or size string) or what the device has free."""
+    if max_memory is None and device.type == "cuda":
+        return int(torch.cuda.mem_get_info(device)[0])
+    limit = max_memory if isinstance(max_memory, int) else parse_memory(max_memory)
+    if limit <= 0:
+        raise TensorCFRError(f"max_memory must be positive, got {max_memory!r}")
+    return limit
+
+
 def build_tree_rounds(deal: Sequence[int], device: torch.device | str = "cpu",
                       max_memory: int | str | None = None) -> list[RoundGraph]:
     """The paper's full game tree of a deal, as six :class:`RoundGraph` (``--mode tree``).
@@ -804,7 +883,8 @@ def build_tree_rounds(deal: Sequence[int], device: torch.device | str = "cpu",
         deal: 52 card indices (pool first), validated.
         device: torch device of every tensor (``"cpu"``, ``"cuda"``, ...).
         max_memory: bytes (int) or a size like ``"8G"``; ``None``: the machine's available
-            memory. Checked against :func:`estimate_tree_size` before the big tensors exist.
+            memory (a CUDA device's free memory). Checked against the size estimate (see
+            :func:`estimate_tree_size`) before the big tensors exist.
 
     Returns:
         Six RoundGraphs; level ``l`` node ``q`` of round ``r`` has
@@ -818,11 +898,15 @@ def build_tree_rounds(deal: Sequence[int], device: torch.device | str = "cpu",
     """
     deal = validate_deal(deal)
     device = torch.device(device)
-    limit = max_memory if isinstance(max_memory, int) else parse_memory(max_memory)
-    if limit <= 0:
-        raise TensorCFRError(f"max_memory must be positive, got {max_memory!r}")
+    limit = _memory_limit(max_memory, device)
     rounds = _card_rounds(deal, device, limit=limit)  # raises MemoryLimitError early
-    return [_round_graph(card_round, roots, link, device) for card_round, roots, link in rounds]
+    graphs = []
+    for round_index, (_, roots, link) in enumerate(rounds):
+        # Phase 2: rebuild this round's card layers (all levels kept), unfold with the scores.
+        card_round = build_card_round(deal, round_index, roots.pools, device=device)
+        graphs.append(_round_graph(card_round, roots, link, device))
+        del card_round
+    return graphs
 
 
 def round_start_states(deal: Sequence[int], device: torch.device | str = "cpu"
@@ -850,10 +934,9 @@ def build_tree_round(deal: Sequence[int], round_index: int, device: torch.device
     if not 0 <= round_index < NUM_ROUNDS:
         raise TensorCFRError(f"round_index must be 0..5, got {round_index}")
     device = torch.device(device)
-    limit = max_memory if isinstance(max_memory, int) else parse_memory(max_memory)
-    if limit <= 0:
-        raise TensorCFRError(f"max_memory must be positive, got {max_memory!r}")
+    limit = _memory_limit(max_memory, device)
     rounds = _card_rounds(deal, device)
     _check_limit(_estimate(rounds[round_index:round_index + 1]), limit, complete=True)
-    card_round, roots, link = rounds[round_index]
+    _, roots, link = rounds[round_index]
+    card_round = build_card_round(deal, round_index, roots.pools, device=device)
     return _round_graph(card_round, roots, link, device)
