@@ -168,8 +168,21 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=3600.0)
     parser.add_argument("--jsonl", type=Path, default=None)
     parser.add_argument("--markdown", type=Path, default=None)
+    parser.add_argument("--render", type=Path, nargs="+", default=None,
+                        help="Only write --markdown from these JSONL files of earlier runs.")
     args = parser.parse_args()
     args.argv = sys.argv[1:]
+    if args.render:
+        from tensorcfr.utils.io import write_text_atomic
+
+        records = [json.loads(line) for path in args.render
+                   for line in path.read_text().splitlines() if line.strip()]
+        text = markdown(records, args)
+        if args.markdown is not None:
+            write_text_atomic(args.markdown, text)
+        else:
+            print(text, end="")
+        return
     modes = [m for m in args.modes.split(",") if m]
     records: list[dict[str, Any]] = []
     for mode in modes:  # every deal in dag mode first, then tree mode (the slow one)

@@ -24,6 +24,15 @@ def _exploitability_fn() -> Callable[[Any, Any], Any] | None:
     return exploitability
 
 
+def _status(message: str) -> Any:
+    """A rich spinner on stderr while ``message`` runs (nothing when stderr is not a TTY)."""
+    import contextlib
+
+    if not err_console.is_terminal:
+        return contextlib.nullcontext()
+    return err_console.status(message)
+
+
 def _eval_points(start: int, total: int, every: int) -> set[int]:
     """Iterations (absolute numbers) after which exploitability is evaluated."""
     points = {total}
@@ -111,6 +120,11 @@ def solve_command(
     setup_started = time.perf_counter()
     if resume is not None:
         meta = read_checkpoint_metadata(resume)
+        if meta.get("game") != str(loaded):
+            from tensorcfr.errors import CorruptFileError
+
+            raise CorruptFileError(f"{resume}: checkpoint is for {meta.get('game')}, "
+                                   f"not {loaded}")
         params = meta.get("parameters", {})
         if algo is not None and CFRVariant.parse(algo).name != params.get("algo"):
             raise TensorCFRError(f"--algo {algo} differs from the checkpoint's "
@@ -121,14 +135,15 @@ def solve_command(
                 params.get("dtype"):
             raise TensorCFRError(f"--dtype {dtype} differs from the checkpoint's "
                                  f"{params.get('dtype')!r}")
+    with _status(f"walking {loaded} and building tensors"):
         tree = flatten_game(loaded, max_memory_bytes=budget)
-        solver = load_checkpoint(resume, game=tree, device=device, max_memory_bytes=budget)
-    else:
-        tree = flatten_game(loaded, max_memory_bytes=budget)
-        solver = TensorCFRSolver(tree, algo=algo or "cfr",
-                                 alternating=True if alternating is None else alternating,
-                                 alpha=alpha, beta=beta, gamma=gamma, device=device,
-                                 dtype=dtype or "float64", max_memory_bytes=budget)
+        if resume is not None:
+            solver = load_checkpoint(resume, game=tree, device=device, max_memory_bytes=budget)
+        else:
+            solver = TensorCFRSolver(tree, algo=algo or "cfr",
+                                     alternating=True if alternating is None else alternating,
+                                     alpha=alpha, beta=beta, gamma=gamma, device=device,
+                                     dtype=dtype or "float64", max_memory_bytes=budget)
     setup_seconds = time.perf_counter() - setup_started
 
     start_iteration = solver.iteration

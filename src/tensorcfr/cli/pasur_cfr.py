@@ -29,12 +29,15 @@ import platform
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import typer
 
 from tensorcfr.cli.common import console, err_console, print_json
 from tensorcfr.errors import CorruptFileError, MemoryLimitError, TensorCFRError
+
+if TYPE_CHECKING:
+    from tensorcfr.games.pasur.graph import RoundGraph
 
 STOP_ENV = "TENSORCFR_STOP_AFTER_ROUNDS"
 MANIFEST = "manifest.json"
@@ -77,7 +80,7 @@ def _memory_limit(max_memory: Any) -> int | None:
 
 
 def build_graphs(deal: Sequence[int], mode: str, device: str = "cpu",
-                 max_memory: int | None = None) -> list:  # list[RoundGraph]
+                 max_memory: int | None = None) -> list[RoundGraph]:
     """The six RoundGraphs of ``deal`` in ``mode`` (``dag`` or ``tree``).
 
     Tree mode checks the builder's size estimate plus the CFR solver's working memory
@@ -115,7 +118,7 @@ def build_graphs(deal: Sequence[int], mode: str, device: str = "cpu",
         raise MemoryLimitError(message) from None
 
 
-def _progress_bar(enabled: bool):  # type: ignore[no-untyped-def]
+def _progress_bar(enabled: bool) -> Any:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, \
         TimeElapsedColumn
 

@@ -9,6 +9,8 @@
 
 from tensorcfr.core.regret import (
     CFRVariant,
+    average_decay,
+    discount_regrets,
     normalize_strategy,
     regret_matching,
     update_average,
@@ -22,6 +24,8 @@ __all__ = [
     "update_regrets",
     "update_average",
     "normalize_strategy",
+    "discount_regrets",
+    "average_decay",
     "Level",
     "LevelTree",
     "KIND_CHANCE",

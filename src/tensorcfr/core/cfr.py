@@ -177,15 +177,14 @@ class _FlatTree:
         # level_share[q][d]: do "all", "none" or some ("mixed") nodes of level d hang below
         # an actor of reach row q (player q, or chance for q = n_players)?
         self.level_share: list[list[str]] = []
+        level_of_node = torch.repeat_interleave(torch.arange(len(sizes)), torch.tensor(sizes))
         for q in range(n_players + 1):
             actor = KIND_CHANCE if q == n_players else q
             below = parent_kind == actor
             below[0] = False
-            shares = ["none"]
-            for d in range(1, len(sizes)):
-                count = int(below[starts[d]:starts[d + 1]].sum())
-                shares.append("none" if count == 0 else "all" if count == sizes[d] else "mixed")
-            self.level_share.append(shares)
+            per_level = torch.bincount(level_of_node[below], minlength=len(sizes)).tolist()
+            self.level_share.append(["none" if c == 0 else "all" if c == size else "mixed"
+                                     for c, size in zip(per_level, sizes)])
         for p in range(n_players):
             children = torch.nonzero(parent_kind == p).squeeze(1)
             children = children[children > 0]
@@ -303,7 +302,8 @@ class TensorCFRSolver:
         self._refresh_all()
 
     def _slot_state_views(self) -> None:
-        """Per-player views of the slot-indexed state (recomputed when tensors are replaced)."""
+        """Per-player views of the slot-indexed state, and per-player slot/infoset buffers
+        (the state tensors are only ever updated in place, so the views stay valid)."""
         views = self._slot_views
         self._regret_views = [self._regrets[v] for v in views]
         self._infoset_totals = [torch.zeros(i1 - i0, dtype=self.dtype, device=self.device)

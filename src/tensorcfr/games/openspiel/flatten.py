@@ -167,7 +167,7 @@ def flatten_game(game: "str | object", *, max_memory_bytes: int | None = None,
     started = time.perf_counter()
     loaded = load_game(game)
     # The walk allocates millions of small objects that are never cyclic garbage; the
-    # cyclic collector would rescan them over and over (it more than doubles the walk time).
+    # cyclic collector would rescan them over and over (measured 20-25% of the walk time).
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:

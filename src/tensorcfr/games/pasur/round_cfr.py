@@ -444,8 +444,9 @@ def solve_dcfr(graphs: Sequence[RoundGraph], variant: CFRVariant = DEFAULT_VARIA
         convergence: also record each round's convergence curve (a second, identical CFR
             pass per round compares every iteration's average strategy with the final one).
         progress: ``progress(round_index, iterations_done)`` callback.
-        on_round_done: called with each finished (and checkpointed) round; raising there
-            stops the solve (this is how tests simulate a killed run).
+        on_round_done: called with each newly solved (and checkpointed) round, not with
+            rounds taken from the checkpoint; raising there stops the solve (this is how
+            tests simulate a killed run).
 
     Returns:
         :class:`DCFRSolution` with the rounds in the order of ``graphs``.
@@ -477,10 +478,10 @@ def solve_dcfr(graphs: Sequence[RoundGraph], variant: CFRVariant = DEFAULT_VARIA
                 result.convergence = again.convergence
             if checkpoint is not None:
                 checkpoint.save(result)
+            if on_round_done is not None:
+                on_round_done(result)
         results[position] = result
         next_values = result.root_values
-        if on_round_done is not None:
-            on_round_done(result)
     return DCFRSolution(graphs=graphs, rounds=[r for r in results if r is not None],
                         variant=variant, iterations=iterations, resumed_rounds=resumed)
 

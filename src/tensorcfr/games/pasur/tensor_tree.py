@@ -90,8 +90,9 @@ EDGE_BYTES = 40
 NODE_BYTES = 8
 # Bytes per round-end node: next_root (int64) and terminal_reward (float64).
 END_NODE_BYTES = 16
-# Transient working memory while a level is built, per edge of that level (index tensors).
-TRANSIENT_EDGE_BYTES = 48
+# Transient working memory while a level is built, per node of that level (int64 index
+# tensors of RepeatBlocks and the edge gathers; measured ~115 B on decks 3 and 6).
+TRANSIENT_EDGE_BYTES = 128
 # Per card node of the round being unfolded: tallies, roots, branch, action card / captured /
 # points (3 + 8 + 8 + 8 + 8 + 2 bytes).
 CARD_NODE_WORK_BYTES = 37
@@ -631,6 +632,8 @@ def _card_rounds(deal: tuple[int, ...], device: torch.device, limit: int | None 
             link, next_roots = _link_round(card_round, roots)
         else:
             link, next_roots = None, roots
+        # Only the counts are needed from here on: free the last level's card states.
+        card_round.states, card_round.tallies, card_round.roots = [], [], []
         rounds.append((card_round, roots, link))
         roots = next_roots
         if limit is not None:
@@ -656,9 +659,7 @@ def inherited_score_sets(deal: Sequence[int], device: torch.device | str = "cpu"
 
     The paper's ``t_scr`` rows (its ``scores.csv``), without our extra last-capturer column.
     """
-    deal = validate_deal(deal)
-    return [{tuple(int(v) for v in row[:3]) for row in roots.scores.tolist()}
-            for _, roots, _ in _card_rounds(deal, torch.device(device))]
+    return estimate_tree_size(deal, device=device).inherited
 
 
 # --------------------------------------------------------------------------- estimate
@@ -674,6 +675,8 @@ class TreeEstimate:
         root_pairs: per round, number of round roots (distinct (pool, score) pairs).
         graph_bytes: bytes of the six RoundGraphs (edges, node_state, round-end tensors).
         peak_bytes: ``graph_bytes`` plus the largest transient while one level is built.
+        inherited: per round, the set of (Alex clubs, Bob clubs, Win) at its start (the
+            paper's ``t_scr`` rows, its scores.csv).
     """
 
     card_nodes: list[list[int]]
@@ -682,6 +685,7 @@ class TreeEstimate:
     root_pairs: list[int]
     graph_bytes: int
     peak_bytes: int
+    inherited: list[set[tuple[int, int, int]]] = field(default_factory=list)
 
     @property
     def total_nodes(self) -> int:
@@ -717,13 +721,15 @@ def _estimate(rounds: list[tuple[CardRound, _RoundRoots, _RoundLink | None]]) ->
         card_nodes_round = sum(card_round.level_sizes)
         # node_state keeps each level's card states and codes (4 bytes per in-play card).
         graph_bytes += (EDGE_BYTES * edges + NODE_BYTES * sum(sizes) + END_NODE_BYTES * sizes[-1]
-                        + 4 * m * card_nodes_round)
+                        + 4 * m * card_nodes_round + 8 * card_round.level_sizes[-1])
         # While a round is unfolded: its card layers' other tensors + one level's temporaries.
         transient = max(transient, CARD_NODE_WORK_BYTES * card_nodes_round
                         + TRANSIENT_EDGE_BYTES * max(sizes))
+    inherited = [{(int(r[0]), int(r[1]), int(r[2])) for r in roots.scores.tolist()}
+                 for _, roots, _ in rounds]
     return TreeEstimate(card_nodes=card_nodes, nodes=nodes, score_states=score_states,
                         root_pairs=root_pairs, graph_bytes=int(graph_bytes),
-                        peak_bytes=int(graph_bytes + transient))
+                        peak_bytes=int(graph_bytes + transient), inherited=inherited)
 
 
 def estimate_tree_size(deal: Sequence[int], device: torch.device | str = "cpu") -> TreeEstimate:
