@@ -144,6 +144,21 @@ def _parse_seeds(text: str) -> list[int]:
 
 
 NOTES = """\
+## Reading the results
+
+- The machine was shared: the 1-minute load average stayed between about 5 and 9 on the 2
+  cores during the run (the figures at start and end above are single samples). Wall times
+  are therefore inflated, about 2x over the CPU times; the CPU columns are the steadier
+  measure. The targets are met on wall time all the same.
+- The 2-thread column is not a fair measure of 2 threads on an idle machine: with the cores
+  already oversubscribed, the second thread mostly waits (CPU time grows, wall time grows
+  more). One thread is the default.
+- "last 3 rounds" rows (the deals whose whole-game baseline exceeded 120 s): the baseline and
+  the solver both start from the single position after play 24 of the optimal line, a much
+  smaller problem (24 levels of a few hundred to a few thousand states), where the solver's
+  fixed cost per level (Python, small tensor calls) dominates; hence the lower ratios
+  (19x-88x) than on whole games (65x-301x).
+
 ## How the time is spent, and what was optimised
 
 The solver expands the 48 levels one at a time (all states of a level at once), then runs
@@ -176,8 +191,9 @@ the machine has 2 cores shared with other jobs; in this run 2 threads were slowe
 
 Memory: the solver keeps, per level, the sorted keys (int64) and per edge the parent, child,
 reward, Q-value (int32), card (int8) and captured set (int64): about 25 bytes per edge. Before
-each level it estimates the working set (capture test + about 144 bytes per edge for the
-temporaries and the sort) plus what is already kept, and refuses with `MemoryLimitError` if
+each level it estimates the working set (capture test + about 176 bytes per edge for the
+temporaries and the sort) plus what is already kept (on seed 13 the largest estimate was
+526 MiB against a measured RSS growth of 501 MiB), and refuses with `MemoryLimitError` if
 that exceeds `--max-memory`. The peak RSS includes about 220 MiB for Python and torch.
 """
 

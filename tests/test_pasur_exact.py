@@ -324,3 +324,33 @@ def test_cli_text_and_out_folder(tmp_path: Path) -> None:
     assert rules.utility(replay_record(record)) == sol.value
     summary = json.loads((tmp_path / "out" / "exact_solution.json").read_text())
     assert summary["value"] == sol.value
+
+
+def test_cli_dcfr_is_delegated(monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    import tensorcfr.cli.pasur_cfr as pasur_cfr
+    from tensorcfr.cli.main import app
+
+    calls: list[dict] = []
+    monkeypatch.setattr(pasur_cfr, "run_dcfr_solve", lambda **kw: calls.append(kw) or {})
+    result = CliRunner().invoke(app, ["pasur", "solve", "--seed", "3", "--method", "dcfr",
+                                      "--iterations", "7", "--mode", "tree", "--json"])
+    assert result.exit_code == 0, result.stderr
+    assert len(calls) == 1
+    kw = calls[0]
+    assert kw["deal"] == rules.random_deal(3) and kw["iterations"] == 7 and kw["mode"] == "tree"
+    for name in ("variant", "alpha", "beta", "gamma", "out", "convergence", "json_out",
+                 "max_memory", "threads", "device"):
+        assert name in kw
+
+
+def test_cli_dcfr_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from tensorcfr.cli.main import app
+
+    monkeypatch.setitem(sys.modules, "tensorcfr.cli.pasur_cfr", None)  # import fails
+    result = CliRunner().invoke(app, ["pasur", "solve", "--seed", "3", "--method", "dcfr"])
+    _check_one_line_error(result.exit_code, result.stderr, "--method dcfr is not available",
+                          "dcfr")

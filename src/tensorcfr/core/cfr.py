@@ -165,14 +165,16 @@ class _FlatTree:
                                          torch.ones_like(chance_prob)).to(device=device,
                                                                           dtype=dtype)
         # Per-player index arrays over the *decision edges* (child of a decision node).
+        # Indices only read by index_select are int32 (half the memory of int64; the
+        # scatter/index_copy targets must stay int64).
+        index_small = torch.int32 if n_nodes < 2**31 - 1 else torch.long
         self.edge_child: list[Tensor] = []  # children of p's decision nodes (global ids)
-        self.edge_parent: list[Tensor] = []  # their parent (global ids)
+        self.edge_parent: list[Tensor] = []  # their parent (global ids), int32
         self.edge_slot_local: list[Tensor] = []  # edge slot, local to p's slot range
         self.local_action_infoset: list[Tensor] = []  # [A_p] infoset local to p's range
         self.uniform: list[Tensor] = []  # [A_p] 1 / (number of actions of the slot's infoset)
         self.first_level: list[int] = []  # first level holding a child of p's decision node
-        self.edge_reach_index: list[Tensor] = []  # [(P+1) * E] flat reach index per edge
-        self.edge_child_parent: list[Tensor] = []  # [2 * E] child ids then parent ids
+        self.edge_child_parent: list[Tensor] = []  # [2 * E] child ids then parent ids, int32
         counts = new_num_actions.to(torch.float64)
         # level_share[q][d]: do "all", "none" or some ("mixed") nodes of level d hang below
         # an actor of reach row q (player q, or chance for q = n_players)?
@@ -190,8 +192,9 @@ class _FlatTree:
             children = children[children > 0]
             i0, _ = self.infoset_range[p]
             a0, a1 = self.slot_range[p]
+            parents = parent_g[children]
             self.edge_child.append(children.to(device))
-            self.edge_parent.append(parent_g[children].to(device))
+            self.edge_parent.append(parents.to(device=device, dtype=index_small))
             self.edge_slot_local.append((edge_slot[children] - a0).to(device))
             self.local_action_infoset.append((internal_infoset[a0:a1] - i0).to(device))
             self.uniform.append(counts[internal_infoset[a0:a1]].reciprocal().to(device=device,
@@ -201,13 +204,8 @@ class _FlatTree:
                 first = int(torch.searchsorted(torch.tensor(starts), int(children[0]),
                                                right=True)) - 1
             self.first_level.append(first)
-            rows = [q for q in range(n_players + 1) if q != p] + [p]
-            parents = parent_g[children]
-            # Flat indices into reach [P+1, N]: other rows (players, chance), then own row.
-            self.edge_reach_index.append(
-                (torch.tensor(rows, dtype=torch.long)[:, None] * n_nodes
-                 + parents[None, :]).reshape(-1).to(device))
-            self.edge_child_parent.append(torch.cat((children, parents)).to(device))
+            self.edge_child_parent.append(torch.cat((children, parents)).to(device=device,
+                                                                            dtype=index_small))
         self.device = device
         self.dtype = dtype
 
@@ -289,12 +287,12 @@ class TensorCFRSolver:
         # Persistent per-node buffers (in-place updates, so per-level views stay valid).
         n_nodes = flat.num_nodes
         self._edge_prob = flat.chance_factor.clone()  # probability of the edge into each node
-        self._factor = torch.ones((n_players + 1, n_nodes), **kw)  # edge prob per acting row
-        self._factor[n_players] = flat.chance_factor
         self._reach = torch.ones((n_players + 1, n_nodes), **kw)  # reach[q, n]
-        self._reach_flat = self._reach.view(-1)
-        self._values = torch.zeros((n_players, n_nodes), **kw)  # expected values
-        self._scratch = torch.zeros((n_players, n_nodes), **kw)  # edge_prob x values
+        # Expected values of the updating player(s) and the edge_prob x values scratch:
+        # alternating updates handle one player at a time, so one row serves them all.
+        value_rows = 1 if self.alternating else n_players
+        self._values = torch.zeros((value_rows, n_nodes), **kw)
+        self._scratch = torch.zeros((value_rows, n_nodes), **kw)
         starts = flat.level_start
         self._levels = [(starts[d], starts[d + 1]) for d in range(len(starts) - 1)]
         self._slot_state_views()
@@ -336,7 +334,8 @@ class TensorCFRSolver:
                             values[..., ps:pe], index, values.dim() - 1))
             return out
 
-        def forward_views(row: int, reach: Tensor, factor: Tensor, first: int) -> list[tuple]:
+        def forward_views(row: int, reach: Tensor, factor: Tensor | None,
+                          first: int) -> list[tuple]:
             """Views of one reach row's forward pass.  A level whose nodes all hang below
             the row's actor multiplies by ``edge_prob`` directly, a level with none of them
             only gathers (factor 1), and only mixed levels read the ``factor`` row."""
@@ -346,7 +345,7 @@ class TensorCFRSolver:
                 s, e = levels[d]
                 share = flat.level_share[row][d]
                 level_factor = (self._edge_prob[s:e] if share == "all" else
-                                None if share == "none" else factor[s:e])
+                                None if share == "none" else factor[s:e])  # type: ignore[index]
                 out.append((reach[ps:pe], parent_local[d], reach[s:e], level_factor, 0))
             return out
 
@@ -356,14 +355,14 @@ class TensorCFRSolver:
         kw = {"dtype": self.dtype, "device": self.device}
         for p in range(n_players):
             n_edges = int(flat.edge_child[p].numel())
-            reach = torch.zeros((n_players + 1, n_edges), **kw)  # others..., chance, own
+            reach = torch.zeros((n_players + 1, n_edges), **kw)  # reach rows at edge parents
             values = torch.zeros((2, n_edges), **kw)  # child values, parent values
             self._edge_buffers.append({
-                "reach_flat": reach.view(-1),
+                "reach": reach,
                 "reach_before": reach[:p] if p > 0 else None,  # players 0..p-1
-                "reach_after": reach[p:n_players],  # players p+1..n-1, then chance
-                "cf_factors": [reach[q] for q in range(n_players)],  # other rows, chance
-                "own_reach": reach[n_players],
+                "reach_after": reach[p + 1:],  # players p+1..n-1, then chance
+                "cf_factors": [reach[q] for q in range(n_players + 1) if q != p],
+                "own_reach": reach[p],
                 "values_flat": values.view(-1), "child_values": values[0],
                 "parent_values": values[1],
                 "regret": torch.zeros(n_edges, **kw)})
@@ -371,18 +370,24 @@ class TensorCFRSolver:
         lowest_all = min(first) if first else depth
         # A player's backward pass stops at the level of its shallowest decision node
         # (values above it are never read).
-        self._backward_player = [backward_views(self._values[p], self._scratch[p], first[p])
+        self._value_rows = [self._values[0 if self.alternating else p]
+                            for p in range(n_players)]
+        scratch_rows = [self._scratch[0 if self.alternating else p] for p in range(n_players)]
+        self._backward_player = [backward_views(self._value_rows[p], scratch_rows[p], first[p])
                                  for p in range(n_players)]
-        self._backward_all = backward_views(self._values, self._scratch, lowest_all)
-        self._forward_player = [forward_views(p, self._reach[p], self._factor[p], first[p])
-                                for p in range(n_players)]
-        self._forward_chance = forward_views(n_players, self._reach[n_players],
-                                             self._factor[n_players], 1)
-        # Factor rows are only read on mixed levels; skip maintaining them otherwise.
+        self._backward_all = ([] if self.alternating else
+                              backward_views(self._values, self._scratch, lowest_all))
+        # Factor rows (edge probability where row q acts, 1 elsewhere) are only read on
+        # "mixed" levels: kept only for the rows that have one (chance's row is constant).
         self._needs_factor_row = [any(share == "mixed" for share in flat.level_share[p])
                                   for p in range(n_players)]
-        self._value_rows = [self._values[p] for p in range(n_players)]
-        self._factor_rows = [self._factor[p] for p in range(n_players)]
+        self._factor_rows: list[Tensor | None] = [
+            torch.ones(flat.num_nodes, **kw) if self._needs_factor_row[p] else None
+            for p in range(n_players)]
+        self._forward_player = [forward_views(p, self._reach[p], self._factor_rows[p], first[p])
+                                for p in range(n_players)]
+        self._forward_chance = forward_views(n_players, self._reach[n_players],
+                                             flat.chance_factor, 1)
         self._utility_rows = [flat.utility_by_player[p] for p in range(n_players)]
 
     # ------------------------------------------------------------------ properties
@@ -439,10 +444,9 @@ class TensorCFRSolver:
             return
         t = self.iteration
         # Reach rows at the parent of every decision edge of the player, gathered in one
-        # go from the flat reach buffer: rows (other players..., chance, own) x E.
+        # go: [P+1, E], rows players 0..P-1 then chance.
         buffers = self._edge_buffers[player]
-        torch.index_select(self._reach_flat, 0, flat.edge_reach_index[player],
-                           out=buffers["reach_flat"])
+        torch.index_select(self._reach, 1, flat.edge_parent[player], out=buffers["reach"])
         # Instantaneous counterfactual regret of each edge: cf_reach(h) (v(ha) - v(h)),
         # cf_reach multiplied in OpenSpiel's order (players before p) x (after p, chance).
         torch.index_select(values, 0, flat.edge_child_parent[player], out=buffers["values_flat"])
@@ -497,8 +501,9 @@ class TensorCFRSolver:
         probs = self._strategy_views[player].index_select(0, flat.edge_slot_local[player])
         children = flat.edge_child[player]
         self._edge_prob.index_copy_(0, children, probs)
-        if self._needs_factor_row[player]:
-            self._factor_rows[player].index_copy_(0, children, probs)
+        factor_row = self._factor_rows[player]
+        if factor_row is not None:
+            factor_row.index_copy_(0, children, probs)
 
     # ------------------------------------------------------------------ public API
     def evaluate_and_update_policy(self) -> None:

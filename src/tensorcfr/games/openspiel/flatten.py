@@ -1,7 +1,9 @@
 """Load OpenSpiel games with one-line errors and flatten them into a :class:`LevelTree`.
 
-The walk is breadth first and touches every history exactly once (``state.child(a)``);
-information-state strings are mapped to infoset ids with a dict.  Memory is estimated
+The walk is depth first and touches every history exactly once (``state.child(a)``), so
+only about depth x branching OpenSpiel states are alive at any time; nodes go into compact
+typed arrays and a stable sort by depth gives the breadth-first level order.
+Information-state strings are mapped to infoset ids with a dict.  Memory is estimated
 from the node and slot counts as the walk proceeds and the walk stops with a
 :class:`~tensorcfr.errors.MemoryLimitError` as soon as the estimate exceeds the budget.
 """
@@ -14,7 +16,7 @@ import gc
 import os
 import sys
 import time
-from itertools import repeat
+from array import array
 from typing import Iterator
 
 import numpy as np
@@ -25,15 +27,18 @@ from tensorcfr.errors import MemoryLimitError, TensorCFRError
 from tensorcfr.utils.resources import format_bytes
 
 __all__ = ["GameLoadError", "UnsupportedGameError", "load_game", "flatten_game",
-           "perfect_recall_violations", "WALK_BYTES_PER_FRONTIER_STATE", "WALK_BYTES_PER_NODE"]
+           "perfect_recall_violations", "WALK_BYTES_PER_PENDING_STATE", "WALK_BYTES_PER_FRONTIER_STATE",
+           "WALK_BYTES_PER_NODE"]
 
-WALK_BYTES_PER_FRONTIER_STATE = 1024
-"""Rough bytes held per live OpenSpiel state of the breadth-first frontier (estimate)."""
+WALK_BYTES_PER_PENDING_STATE = 1024
+"""Rough bytes held per live OpenSpiel state waiting on the depth-first stack (estimate)."""
 
-WALK_BYTES_PER_NODE = 256
-"""Rough bytes of Python bookkeeping per node during the walk (list entries, float objects,
-info-state strings); measured peak RSS on liars_dice / tic_tac_toe is within ~1.2x of the
-estimate including this term."""
+WALK_BYTES_PER_FRONTIER_STATE = WALK_BYTES_PER_PENDING_STATE
+"""Former name of :data:`WALK_BYTES_PER_PENDING_STATE` (the walk was breadth first)."""
+
+WALK_BYTES_PER_NODE = 128
+"""Rough bytes of walk bookkeeping per node: the typed arrays of the depth-first walk
+(about 45 bytes) and the numpy temporaries of the conversion to levels."""
 
 
 class GameLoadError(TensorCFRError):
@@ -187,13 +192,24 @@ def flatten_game(game: "str | object", *, max_memory_bytes: int | None = None,
 
 def _flatten(loaded: "object", max_memory_bytes: int | None, dtype: torch.dtype,
              max_nodes: int | None) -> LevelTree:
-    """The breadth-first walk of :func:`flatten_game` (no perfect-recall check)."""
+    """The depth-first walk of :func:`flatten_game` (no perfect-recall check).
+
+    Nodes are recorded in depth-first pre-order into compact typed arrays (about 40 bytes
+    per node) while only the states of the current path and their unvisited siblings are
+    alive (depth x branching states, instead of a whole breadth-first frontier).  A stable
+    sort by depth then yields the level order: within a depth, pre-order is the
+    lexicographic order of the action paths, which is exactly the breadth-first order
+    (children grouped by parent, parents in order).  Infosets and slots, numbered on first
+    sight during the walk, are renumbered by first occurrence in that level order, so the
+    tree is identical, node by node and slot by slot, to a breadth-first walk's.
+    """
     import pyspiel
 
     num_players = loaded.num_players()
     game_string = str(loaded)
     terminal_id = int(pyspiel.PlayerId.TERMINAL)
     chance_id = int(pyspiel.PlayerId.CHANCE)
+    float_bytes = torch.empty((), dtype=dtype).element_size()
 
     infoset_index: dict[str, int] = {}
     infoset_keys: list[str] = []
@@ -202,135 +218,190 @@ def _flatten(loaded: "object", max_memory_bytes: int | None, dtype: torch.dtype,
     infoset_offset: list[int] = []
     num_slots = 0
 
-    levels_raw: list[tuple[list[int], list[int], list[int], list[int], list[float],
-                           list[int], list[list[float]]]] = []
-    frontier = [loaded.new_initial_state()]
-    frontier_parent = [-1]
-    frontier_slot = [-1]
-    frontier_prob = [1.0]
-    total_nodes = 0
-    float_bytes = torch.empty((), dtype=dtype).element_size()
+    # One entry per node, in depth-first pre-order (walk order).
+    node_depth = array("i")
+    node_parent = array("q")  # walk index of the parent (-1 at the root)
+    node_kind = array("b")
+    node_infoset = array("q")  # walk-order infoset id (-1 if not a decision node)
+    node_slot = array("q")  # walk-order slot of the parent's action (-1 if no decision parent)
+    node_prob = array("d")  # chance probability of the incoming edge (1 otherwise)
+    terminal_nodes = array("q")
+    terminal_returns = array("d")  # num_players values per terminal
 
-    while frontier:
-        n = len(frontier)
-        total_nodes += n
-        if max_nodes is not None and total_nodes > max_nodes:
+    # Pending nodes: (state, parent walk index, depth, slot, chance prob); children are
+    # pushed in reverse so that they are popped (visited) in action order.
+    stack: list[tuple] = [(loaded.new_initial_state(), -1, 0, -1, 1.0)]
+    pop, push_all = stack.pop, stack.extend
+    append_depth, append_parent = node_depth.append, node_parent.append
+    append_kind, append_infoset = node_kind.append, node_infoset.append
+    append_slot, append_prob = node_slot.append, node_prob.append
+    node_limit = max_nodes if max_nodes is not None else -1
+    check_every = 4096
+    next_check = check_every
+    node = -1
+    while stack:
+        state, parent, depth, slot, prob = pop()
+        node += 1
+        if node == node_limit:
             raise MemoryLimitError(
                 f"{game_string} has more than {max_nodes} nodes (limit reached while walking)")
-        kinds = [0] * n
-        infosets = [-1] * n
-        terminal_rows: list[int] = []
-        terminal_utils: list[list[float]] = []
-        next_states: list[object] = []
-        next_parent: list[int] = []
-        next_slot: list[int] = []
-        next_prob: list[float] = []
-        extend_state = next_states.extend
-        extend_parent = next_parent.extend
-        extend_slot = next_slot.extend
-        extend_prob = next_prob.extend
-        for i in range(n):
-            state = frontier[i]
-            frontier[i] = None  # free each state as soon as its children exist
-            player = state.current_player()
-            if player == terminal_id:
-                kinds[i] = KIND_TERMINAL
-                terminal_rows.append(i)
-                terminal_utils.append(state.returns())
-            elif player == chance_id:
-                kinds[i] = KIND_CHANCE
-                outcomes = [(a, p) for a, p in state.chance_outcomes() if p > 0.0]
-                count = len(outcomes)
-                extend_state([state.child(a) for a, _ in outcomes])
-                extend_parent(repeat(i, count))
-                extend_slot(repeat(-1, count))
-                extend_prob([p for _, p in outcomes])
-            elif player >= 0:
-                kinds[i] = player
-                key = state.information_state_string(player)
-                legal = state.legal_actions(player)
-                info = infoset_index.get(key)
-                if info is None:
-                    info = len(infoset_keys)
-                    infoset_index[key] = info
-                    infoset_keys.append(key)
-                    infoset_player.append(player)
-                    infoset_actions.append(legal)
-                    infoset_offset.append(num_slots)
-                    num_slots += len(legal)
-                    if not legal:
-                        raise UnsupportedGameError(
-                            f"{game_string}: decision node without legal actions ({key!r})")
-                elif infoset_player[info] != player or infoset_actions[info] != legal:
+        if node == next_check:
+            next_check += check_every
+            if max_memory_bytes is not None:
+                _check_walk_memory(game_string, node, len(stack), num_slots, len(infoset_keys),
+                                   num_players, float_bytes, max_memory_bytes)
+        append_depth(depth)
+        append_parent(parent)
+        append_slot(slot)
+        append_prob(prob)
+        player = state.current_player()
+        if player == terminal_id:
+            append_kind(KIND_TERMINAL)
+            append_infoset(-1)
+            terminal_nodes.append(node)
+            terminal_returns.extend(state.returns())
+        elif player == chance_id:
+            append_kind(KIND_CHANCE)
+            append_infoset(-1)
+            child_depth = depth + 1
+            push_all([(state.child(a), node, child_depth, -1, p)
+                      for a, p in reversed(state.chance_outcomes()) if p > 0.0])
+        elif player >= 0:
+            append_kind(player)
+            key = state.information_state_string(player)
+            legal = state.legal_actions(player)
+            info = infoset_index.get(key)
+            if info is None:
+                if not legal:
                     raise UnsupportedGameError(
-                        f"{game_string}: histories with information state {key!r} differ in "
-                        "acting player or legal actions (the info-state strings do not define "
-                        "information sets)")
-                infosets[i] = info
-                count = len(legal)
-                slot = infoset_offset[info]
-                extend_state(map(state.child, legal))
-                extend_parent(repeat(i, count))
-                extend_slot(range(slot, slot + count))
-                extend_prob(repeat(1.0, count))
-            else:
+                        f"{game_string}: decision node without legal actions ({key!r})")
+                info = len(infoset_keys)
+                infoset_index[key] = info
+                infoset_keys.append(key)
+                infoset_player.append(player)
+                infoset_actions.append(legal)
+                infoset_offset.append(num_slots)
+                num_slots += len(legal)
+            elif infoset_player[info] != player or infoset_actions[info] != legal:
                 raise UnsupportedGameError(
-                    f"{game_string}: node with player id {player} (simultaneous node in a "
-                    "sequential game?)")
-        levels_raw.append((frontier_parent, kinds, infosets, frontier_slot, frontier_prob,
-                           terminal_rows, terminal_utils))
-        if max_memory_bytes is not None:
-            estimate = estimate_tree_bytes(total_nodes + len(next_states), num_slots,
-                                           len(infoset_keys), num_players, float_bytes)
-            estimate += (len(next_states) * WALK_BYTES_PER_FRONTIER_STATE
-                         + (total_nodes + len(next_states)) * WALK_BYTES_PER_NODE)
-            if estimate > max_memory_bytes:
-                raise MemoryLimitError(
-                    f"{game_string} needs more than {format_bytes(estimate)} (at least "
-                    f"{total_nodes + len(next_states)} nodes, {num_slots} action slots found "
-                    f"so far); the limit is {format_bytes(max_memory_bytes)}")
-        frontier = next_states
-        frontier_parent = next_parent
-        frontier_slot = next_slot
-        frontier_prob = next_prob
+                    f"{game_string}: histories with information state {key!r} differ in "
+                    "acting player or legal actions (the info-state strings do not define "
+                    "information sets)")
+            append_infoset(info)
+            first_slot = infoset_offset[info]
+            child_depth = depth + 1
+            push_all([(state.child(legal[j]), node, child_depth, first_slot + j, 1.0)
+                      for j in range(len(legal) - 1, -1, -1)])
+        else:
+            raise UnsupportedGameError(
+                f"{game_string}: node with player id {player} (simultaneous node in a "
+                "sequential game?)")
+        del state
+    total_nodes = node + 1
+    if max_memory_bytes is not None:
+        _check_walk_memory(game_string, total_nodes, 0, num_slots, len(infoset_keys),
+                           num_players, float_bytes, max_memory_bytes)
+    del infoset_index  # the keys are kept in infoset_keys
+
+    # --- level order: stable sort of the walk order by depth.
+    depth_np = np.frombuffer(node_depth, dtype=np.intc)
+    order = np.argsort(depth_np, kind="stable")  # level-order position -> walk index
+    sizes = np.bincount(depth_np).tolist()
+    del depth_np, node_depth
+    level_of_walk = np.empty(total_nodes, dtype=np.int64)  # walk index -> level-order position
+    level_of_walk[order] = np.arange(total_nodes, dtype=np.int64)
+
+    # --- infosets and slots renumbered by first occurrence in level order.
+    num_infosets = len(infoset_keys)
+    walk_infoset = np.frombuffer(node_infoset, dtype=np.int64)[order]
+    del node_infoset
+    decision = walk_infoset >= 0
+    _, first_position = np.unique(walk_infoset[decision], return_index=True)
+    infoset_order = np.argsort(first_position, kind="stable")  # new id -> walk-order id
+    new_infoset_of_walk = np.empty(num_infosets, dtype=np.int64)
+    new_infoset_of_walk[infoset_order] = np.arange(num_infosets, dtype=np.int64)
+    walk_num_actions = np.fromiter((len(a) for a in infoset_actions), dtype=np.int64,
+                                   count=num_infosets)
+    new_num_actions = walk_num_actions[infoset_order]
+    new_offset = np.zeros(num_infosets, dtype=np.int64)
+    if num_infosets:
+        new_offset[1:] = np.cumsum(new_num_actions)[:-1]
+    walk_slot_infoset = np.repeat(np.arange(num_infosets, dtype=np.int64), walk_num_actions)
+    walk_offset = np.asarray(infoset_offset, dtype=np.int64)
+    new_slot_of_walk = (new_offset[new_infoset_of_walk[walk_slot_infoset]]
+                        + np.arange(num_slots, dtype=np.int64) - walk_offset[walk_slot_infoset])
+    level_infoset = np.where(decision, new_infoset_of_walk[np.maximum(walk_infoset, 0)], -1)
+    del walk_infoset, decision
+    walk_slot = np.frombuffer(node_slot, dtype=np.int64)[order]
+    del node_slot
+    level_slot = np.where(walk_slot >= 0, new_slot_of_walk[np.maximum(walk_slot, 0)], -1)
+    del walk_slot
+
+    # --- parents as level-order positions; utilities of terminals.
+    walk_parent = np.frombuffer(node_parent, dtype=np.int64)[order]
+    del node_parent
+    level_parent = np.where(walk_parent >= 0, level_of_walk[np.maximum(walk_parent, 0)], -1)
+    del walk_parent
+    level_kind = np.frombuffer(node_kind, dtype=np.int8)[order]
+    level_prob = np.frombuffer(node_prob, dtype=np.float64)[order]
+    del node_kind, node_prob, order
+    utility = np.zeros((total_nodes, num_players), dtype=np.float64)
+    utility[level_of_walk[np.frombuffer(terminal_nodes, dtype=np.int64)]] = np.frombuffer(
+        terminal_returns, dtype=np.float64).reshape(-1, num_players)
+    del level_of_walk, terminal_nodes, terminal_returns
 
     levels: list[Level] = []
-    for parent, kinds, infosets, slots, probs, terminal_rows, terminal_utils in levels_raw:
-        n = len(parent)
-        utility = torch.zeros((n, num_players), dtype=dtype)
-        if terminal_rows:
-            utility[torch.tensor(terminal_rows, dtype=torch.long)] = torch.tensor(
-                np.asarray(terminal_utils, dtype=np.float64), dtype=dtype)
+    start = 0
+    previous_start = 0
+    for size in sizes:
+        end = start + size
+        parent = level_parent[start:end]
         levels.append(Level(
-            parent=torch.tensor(parent, dtype=torch.long),
-            kind=torch.tensor(kinds, dtype=torch.int8),
-            infoset=torch.tensor(infosets, dtype=torch.long),
-            parent_action_slot=torch.tensor(slots, dtype=torch.long),
-            chance_prob=torch.tensor(probs, dtype=dtype),
-            utility=utility,
+            parent=torch.from_numpy(parent - previous_start if start else parent.copy()),
+            kind=torch.from_numpy(level_kind[start:end].copy()),
+            infoset=torch.from_numpy(level_infoset[start:end].copy()),
+            parent_action_slot=torch.from_numpy(level_slot[start:end].copy()),
+            chance_prob=torch.from_numpy(level_prob[start:end].copy()).to(dtype),
+            utility=torch.from_numpy(utility[start:end].copy()).to(dtype),
         ))
+        previous_start, start = start, end
+    del level_parent, level_kind, level_infoset, level_slot, level_prob, utility
 
-    num_infosets = len(infoset_keys)
-    num_actions = [len(a) for a in infoset_actions]
     action_infoset = torch.repeat_interleave(torch.arange(num_infosets, dtype=torch.long),
-                                             torch.tensor(num_actions, dtype=torch.long))
-    action_id = torch.tensor([a for acts in infoset_actions for a in acts], dtype=torch.long)
+                                             torch.from_numpy(new_num_actions))
+    action_id = torch.tensor([a for i in infoset_order.tolist() for a in infoset_actions[i]],
+                             dtype=torch.long)
+    order_list = infoset_order.tolist()
     tree = LevelTree(
         num_players=num_players,
         levels=levels,
         num_infosets=num_infosets,
-        infoset_player=torch.tensor(infoset_player, dtype=torch.long),
-        infoset_num_actions=torch.tensor(num_actions, dtype=torch.long),
-        infoset_action_offset=torch.tensor(infoset_offset, dtype=torch.long),
+        infoset_player=torch.tensor([infoset_player[i] for i in order_list], dtype=torch.long),
+        infoset_num_actions=torch.from_numpy(new_num_actions),
+        infoset_action_offset=torch.from_numpy(new_offset),
         action_infoset=action_infoset,
         action_id=action_id.reshape(-1),
-        infoset_keys=infoset_keys,
+        infoset_keys=[infoset_keys[i] for i in order_list],
         game_string=game_string,
         metadata={"num_distinct_actions": loaded.num_distinct_actions(),
                   "short_name": loaded.get_type().short_name},
     )
     return tree
 
+
+def _check_walk_memory(game_string: str, nodes: int, pending: int, num_slots: int,
+                       num_infosets: int, num_players: int, float_bytes: int,
+                       max_memory_bytes: int) -> None:
+    """Raise :class:`MemoryLimitError` when the tree + solver + walk estimate for the
+    ``nodes`` visited (and ``pending`` states on the stack) exceeds the budget."""
+    estimate = estimate_tree_bytes(nodes + pending, num_slots, num_infosets, num_players,
+                                   float_bytes)
+    estimate += pending * WALK_BYTES_PER_PENDING_STATE + (nodes + pending) * WALK_BYTES_PER_NODE
+    if estimate > max_memory_bytes:
+        raise MemoryLimitError(
+            f"{game_string} needs more than {format_bytes(estimate)} (at least "
+            f"{nodes + pending} nodes, {num_slots} action slots found so far); the limit is "
+            f"{format_bytes(max_memory_bytes)}")
 
 def _recall_message(tree: LevelTree, violations: int, example: str | None) -> str:
     return (f"{tree.game_string} does not have perfect recall: information state {example!r} "

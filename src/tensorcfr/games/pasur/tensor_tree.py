@@ -598,8 +598,29 @@ def _first_roots(deal: tuple[int, ...], device: torch.device) -> _RoundRoots:
                        pair_card=zero, pair_score=zero.clone())
 
 
+_Phase1 = list[tuple["CardRound", "_RoundRoots", "_RoundLink | None"]]
+_PHASE1_CACHE: dict[tuple[tuple[int, ...], str], _Phase1] = {}
+
+
 def _card_rounds(deal: tuple[int, ...], device: torch.device, limit: int | None = None
-                 ) -> list[tuple[CardRound, _RoundRoots, _RoundLink | None]]:
+                 ) -> _Phase1:
+    """Phase 1 with a one-deal cache: ``estimate_tree_size`` followed by ``build_tree_rounds``
+    on the same deal (what a solver does) counts the card layers once. The cached tensors are
+    small (roots, scores, linkage) and never handed out for writing."""
+    key = (deal, str(device))
+    if key in _PHASE1_CACHE:
+        rounds = _PHASE1_CACHE[key]
+        if limit is not None:
+            _check_limit(_estimate(rounds), limit, complete=True)
+        return rounds
+    rounds = _card_rounds_uncached(deal, device, limit)
+    _PHASE1_CACHE.clear()
+    _PHASE1_CACHE[key] = rounds
+    return rounds
+
+
+def _card_rounds_uncached(deal: tuple[int, ...], device: torch.device, limit: int | None = None
+                          ) -> _Phase1:
     """Phase 1: every round's card tree (last level only), its root pairs and the linkage
     to the next round.
 
@@ -850,6 +871,7 @@ def _round_graph(card_round: CardRound, roots: _RoundRoots, link: _RoundLink | N
         next_root = link.pair_next[link.group_offset[link.end_group[card]] + copy]
         terminal = torch.zeros(card.numel(), dtype=torch.float64, device=device)
     round_tensor = torch.tensor(card_round.round_index, device=device)
+    scores = roots.scores.clone()  # roots may be cached: hand out a copy
     node_state = []
     for level in range(PLIES_PER_ROUND + 1):
         node_state.append({
@@ -859,7 +881,7 @@ def _round_graph(card_round: CardRound, roots: _RoundRoots, link: _RoundLink | N
             "card_codes": compressed_codes(card_round.states[level]),
             "in_play": card_round.in_play,
             "dealt_before": card_round.dealt_before,
-            "scores": roots.scores,
+            "scores": scores,
             "round": round_tensor,
             "level": torch.tensor(level, device=device),
         })
