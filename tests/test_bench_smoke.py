@@ -123,3 +123,11 @@ def test_merge_results_replaces_same_games(kuhn_results: dict[str, Any]) -> None
     assert merged["games"][0] is kuhn_results["games"][0]
     assert len(merged["meta"]["earlier_runs"]) == 1
     assert "earlier run merged" in render_markdown(merged)
+
+
+def test_worker_over_memory_limit_is_skipped() -> None:
+    config = BenchConfig(games=resolve_games(["kuhn_poker"]), solvers=["openspiel_cpp"],
+                         reps=1, warmup=1, min_rep_seconds=0.0, max_worker_memory_mb=1.0)
+    (game,) = run_benchmark(config)["games"]
+    (result,) = game["results"]
+    assert result["status"].startswith("skipped (memory"), result["status"]

@@ -353,3 +353,19 @@ def test_single_round_equals_the_full_build(small_tree) -> None:
             assert torch.equal(one.edge_captured[level], full.edge_captured[level])
         assert torch.equal(one.next_root, full.next_root)
         assert torch.equal(one.terminal_reward, full.terminal_reward)
+
+
+def test_bad_arguments_are_user_errors() -> None:
+    from tensorcfr.errors import TensorCFRError
+
+    deal = _decks()[7]
+    with pytest.raises(TensorCFRError):
+        build_card_round(deal, 6, _pool_tensor([tuple(deal[:4])]))
+    with pytest.raises(TensorCFRError):
+        build_card_round(deal, 0, torch.zeros(3, dtype=torch.bool))
+    with pytest.raises(TensorCFRError):  # a pool holding a card dealt in that round
+        build_card_round(deal, 0, _pool_tensor([tuple(deal[4:8])]))
+    with pytest.raises(TensorCFRError):
+        build_tree_round(deal, 7)
+    with pytest.raises(TensorCFRError):
+        build_tree_rounds(deal, max_memory="lots")

@@ -101,6 +101,9 @@ class OursSolver(HostedSolver):
                                       device=self.device, dtype=dtype)
         info: dict[str, Any] = {"dtype": self.dtype_name, "device": self.device,
                                 "threads": torch.get_num_threads()}
+        fast_path = getattr(self.solver, "uses_numpy_fast_path", None)
+        if isinstance(fast_path, bool):
+            info["numpy_fast_path"] = fast_path
         internal_setup = getattr(self.solver, "setup_seconds", None)
         if isinstance(internal_setup, float):
             info["reported_setup_s"] = internal_setup  # the solver's own walk + build timer

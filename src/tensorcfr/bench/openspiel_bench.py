@@ -124,6 +124,8 @@ class BenchConfig:
     construction (and for JAX's first, compiling iteration).  ``snapshot_code``: copy the
     ``tensorcfr`` package at the start and run every worker on that copy, so a long run
     measures one version of the code even if the checkout changes meanwhile.
+    ``max_worker_memory_mb``: a worker whose resident set grows beyond this is killed and
+    its solver reported as skipped (``None``: no limit).
     """
 
     games: list[BenchGame]
@@ -137,6 +139,7 @@ class BenchConfig:
     max_setup_seconds: float = 900.0
     device: str = "cpu"
     snapshot_code: bool = True
+    max_worker_memory_mb: float | None = None
 
     def validate(self) -> None:
         """Raise :class:`BenchmarkError` on impossible parameters."""
@@ -152,6 +155,8 @@ class BenchConfig:
             raise BenchmarkError(f"--warmup must be at least 1, got {self.warmup}")
         if self.min_rep_seconds < 0 or self.max_iter_seconds <= 0 or self.max_setup_seconds <= 0:
             raise BenchmarkError("time limits must be positive")
+        if self.max_worker_memory_mb is not None and self.max_worker_memory_mb <= 0:
+            raise BenchmarkError("the worker memory limit must be positive")
         if self.max_iters_per_rep < 1:
             raise BenchmarkError("max_iters_per_rep must be at least 1")
 
@@ -327,17 +332,21 @@ def worker_environment(threads: int, device: str,
 class WorkerFailure(Exception):
     """A worker that died, replied with an error, or did not answer in time."""
 
-    def __init__(self, message: str, timed_out: bool = False) -> None:
+    def __init__(self, message: str, timed_out: bool = False,
+                 out_of_memory: bool = False) -> None:
         super().__init__(message)
         self.timed_out = timed_out
+        self.out_of_memory = out_of_memory
 
 
 class Worker:
     """Parent-side handle of one worker subprocess (one solver on one game)."""
 
     def __init__(self, solver: str, game_string: str, threads: int, device: str,
-                 log_dir: Path, source_root: Path | None = None) -> None:
+                 log_dir: Path, source_root: Path | None = None,
+                 max_rss_mb: float | None = None) -> None:
         self.solver = solver
+        self.max_rss_mb = max_rss_mb
         self.log_path = log_dir / f"{solver}.{os.getpid()}.{time.monotonic_ns()}.log"
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in close()
         self.process = subprocess.Popen(
@@ -369,9 +378,13 @@ class Worker:
         late replies to earlier requests are dropped)."""
         deadline = time.monotonic() + timeout
         while True:
+            remaining = deadline - time.monotonic()
             try:
-                line = self._replies.get(timeout=max(0.0, deadline - time.monotonic()))
+                line = self._replies.get(timeout=max(0.0, min(remaining, 1.0)))
             except queue.Empty:
+                self._check_memory()
+                if time.monotonic() < deadline:
+                    continue
                 raise WorkerFailure(f"no answer within {timeout:.0f} s",
                                     timed_out=True) from None
             if line is None:
@@ -389,9 +402,26 @@ class Worker:
                 raise WorkerFailure(str(reply.get("error", "unknown worker error")))
             return reply
 
+    def _check_memory(self) -> None:
+        """Kill the worker if its resident set exceeds ``max_rss_mb`` (protects the machine)."""
+        if self.max_rss_mb is None or self.process.poll() is not None:
+            return
+        import psutil
+
+        try:
+            rss_mb = psutil.Process(self.process.pid).memory_info().rss / 2**20
+        except psutil.Error:
+            return
+        if rss_mb > self.max_rss_mb:
+            self.kill()
+            raise WorkerFailure(f"resident memory {rss_mb / 1024:.1f} GiB exceeded the "
+                                f"limit of {self.max_rss_mb / 1024:.1f} GiB",
+                                out_of_memory=True)
+
     def request(self, command: dict[str, Any], timeout: float) -> dict[str, Any]:
         """Send a command and wait at most ``timeout`` seconds for its reply."""
         assert self.process.stdin is not None
+        self._check_memory()
         self._seq += 1
         command = {**command, "seq": self._seq}
         try:
@@ -437,7 +467,9 @@ def _new_result(solver: str) -> dict[str, Any]:
 
 
 def _fail(result: dict[str, Any], exc: WorkerFailure, stage: str, limit: float) -> None:
-    if exc.timed_out:
+    if exc.out_of_memory:
+        result["status"] = f"skipped (memory: {exc})"
+    elif exc.timed_out:
         if stage == "setup":
             result["status"] = f"skipped (set-up too slow: >{limit:.0f} s)"
         else:
@@ -480,7 +512,7 @@ def bench_game(game: BenchGame, config: BenchConfig,
             report(f"set-up of {solver}", 0.3 * k / n)
             result = results[solver]
             worker = Worker(solver, game.game_string, config.threads, config.device, log_dir,
-                            source_root)
+                            source_root, config.max_worker_memory_mb)
             stage_limit = config.max_setup_seconds
             try:
                 ready = worker.receive(timeout=300.0)
@@ -614,6 +646,7 @@ def run_benchmark(config: BenchConfig, progress: ProgressFn | None = None,
         "reps": config.reps, "warmup": config.warmup, "min_rep_seconds": config.min_rep_seconds,
         "max_iter_seconds": config.max_iter_seconds,
         "max_setup_seconds": config.max_setup_seconds, "device": config.device,
+        "max_worker_memory_mb": config.max_worker_memory_mb,
     }
     meta["command_line"] = " ".join([Path(sys.argv[0]).name, *sys.argv[1:]])
     meta["solver_labels"] = {s: SOLVERS[s] for s in config.solvers}
@@ -629,6 +662,7 @@ def run_benchmark(config: BenchConfig, progress: ProgressFn | None = None,
             record = bench_game(game, config, progress, Path(tmp),
                                 base_fraction=index / len(config.games),
                                 span=1.0 / len(config.games), source_root=source_root)
+            record["run_utc"] = meta["date_utc"]  # identifies the run (see merge_results)
             games.append(record)
             if on_game is not None:
                 on_game(record)
@@ -701,7 +735,14 @@ def merge_results(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     the targets are re-evaluated.
     """
     fresh = {g["key"] for g in new["games"]}
-    games = [g for g in old.get("games", []) if g["key"] not in fresh] + list(new["games"])
+    kept = [g for g in old.get("games", []) if g["key"] not in fresh]
+    for g in kept:  # records written before games carried their own dates
+        g.setdefault("measured_utc", old.get("meta", {}).get("date_utc"))
+        g.setdefault("run_utc", old.get("meta", {}).get("date_utc"))
+    for g in new["games"]:
+        g.setdefault("measured_utc", new["meta"].get("date_utc"))
+        g.setdefault("run_utc", new["meta"].get("date_utc"))
+    games = kept + list(new["games"])
     games.sort(key=lambda g: g["nodes"])
     meta = dict(new["meta"])
     earlier = [dict(m) for m in old.get("meta", {}).get("earlier_runs", [])]

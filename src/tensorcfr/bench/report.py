@@ -96,7 +96,13 @@ def render_markdown(results: dict[str, Any], notes: str | None = None,
     add("")
     add("| | |")
     add("|---|---|")
-    add(f"| date | {meta.get('date_utc')} |")
+    if meta.get("earlier_runs"):
+        own = [g["key"] for g in games if g.get("run_utc") == meta.get("date_utc")]
+        add(f"| date | {meta.get('date_utc')}"
+            + (f" ({', '.join(own)}; other games from the earlier runs below)" if own else "")
+            + " |")
+    else:
+        add(f"| date | {meta.get('date_utc')} |")
     add(f"| machine | {meta.get('cpu_model')}, {meta.get('cpu_cores')} cores, "
         f"{meta.get('ram_gib')} GiB RAM |")
     add(f"| threads per solver | {meta.get('threads')} (torch intra-op, OMP/MKL, XLA CPU) |")
@@ -119,10 +125,13 @@ def render_markdown(results: dict[str, Any], notes: str | None = None,
     if meta.get("total_s") is not None:
         add(f"| run time | {meta['total_s'] / 60:.1f} min |")
     for earlier in meta.get("earlier_runs") or []:
-        loads = earlier.get("load_average_start")
-        add(f"| earlier run merged | {earlier.get('date_utc')}, git "
-            f"{earlier.get('git_revision')}, load {loads[0]:.2f} at start |" if loads else
-            f"| earlier run merged | {earlier.get('date_utc')} |")
+        loads = earlier.get("load_average_start") or [float("nan")]
+        games_of_run = [g["key"] for g in games if g.get("run_utc") == earlier.get("date_utc")]
+        digests = ", ".join(f"`{k}` {v}" for k, v in (earlier.get("code_sha256") or {}).items())
+        add(f"| earlier run merged | {earlier.get('date_utc')}"
+            + (f" ({', '.join(games_of_run)})" if games_of_run else "")
+            + f": git {earlier.get('git_revision')}; {digests}; load {loads[0]:.2f} at start"
+            + (f"; {earlier['total_s'] / 60:.1f} min" if earlier.get("total_s") else "") + " |")
     add("")
 
     add("## Games")

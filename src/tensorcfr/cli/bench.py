@@ -81,6 +81,10 @@ def bench_command(
     max_setup_seconds: float = typer.Option(
         900.0, "--max-setup-seconds", help="Skip a solver whose set-up takes longer (s)."),
     device: str = typer.Option("cpu", "--device", help="Torch device of our solver."),
+    max_worker_memory: Optional[str] = typer.Option(
+        None, "--max-worker-memory",
+        help="Kill a solver's worker whose resident memory exceeds this (e.g. 6G) and report "
+             "it as skipped. Default: no limit."),
     out_dir: Optional[Path] = typer.Option(
         None, "--out-dir",
         help=f"Write {RESULTS_NAME}, {MARKDOWN_NAME} and {PLOT_NAME} here "
@@ -99,6 +103,7 @@ def bench_command(
                                                  merge_results, resolve_games, resolve_solvers,
                                                  run_benchmark)
     from tensorcfr.utils.io import write_json_atomic
+    from tensorcfr.utils.resources import parse_memory
 
     command = "tensorcfr bench"
     if render is not None:
@@ -114,7 +119,9 @@ def bench_command(
     config = BenchConfig(games=resolve_games(games), solvers=resolve_solvers(solvers),
                          threads=threads, reps=reps, warmup=warmup,
                          min_rep_seconds=min_rep_seconds, max_iter_seconds=max_iter_seconds,
-                         max_setup_seconds=max_setup_seconds, device=device)
+                         max_setup_seconds=max_setup_seconds, device=device,
+                         max_worker_memory_mb=(None if max_worker_memory is None else
+                                               parse_memory(max_worker_memory) / 2**20))
     config.validate()
     previous = None
     if update:

@@ -18,6 +18,10 @@ Internally the solver numbers infosets and slots player by player (stable), so e
 player's regrets and averages are contiguous views; every public tensor is returned in
 the tree's slot order.
 
+Small trees on CPU (float64, alternating updates, at most ``NUMPY_FAST_PATH_MAX_NODES``
+nodes) run the same operations through numpy on views of the same buffers
+(:class:`_NumpyPasses`): bitwise the same results, a fraction of the dispatch overhead.
+
 Variants and updates follow :mod:`tensorcfr.core.regret`; with ``alternating=True``
 (the default, like OpenSpiel's ``CFRSolver``) player 0 is updated first and player 1
 then plays against player 0's new strategy, and so on.
@@ -28,12 +32,14 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
+import numpy as np
 import torch
 from torch import Tensor
 
 from tensorcfr.core.regret import (
     CFRVariant,
     average_decay,
+    discount_factor,
     discount_regrets,
     normalize_strategy,
     regret_matching,
@@ -56,6 +62,10 @@ __all__ = [
     "resolve_device",
     "resolve_dtype",
 ]
+
+NUMPY_FAST_PATH_MAX_NODES = 5_000
+"""Default largest tree (nodes) run through the numpy fast path on CPU (see
+:class:`_NumpyPasses`; measured in benchmarks/bench_generic_micro.py)."""
 
 _DTYPES = {"float64": torch.float64, "double": torch.float64, "float32": torch.float32,
            "float": torch.float32}
@@ -121,8 +131,10 @@ class _FlatTree:
         old_slot = old_offset[order][internal_infoset] + within  # internal slot -> tree slot
         new_of_old_slot = torch.empty(num_slots, dtype=torch.long)
         new_of_old_slot[old_slot] = torch.arange(num_slots)
-        self.tree_slot_of_internal = old_slot.to(device)
-        self.internal_slot_of_tree = new_of_old_slot.to(device)
+        # Slot permutations, only gathered with (index_select): int32 where it fits.
+        slot_index_dtype = torch.int32 if num_slots < 2**31 - 1 else torch.long
+        self.tree_slot_of_internal = old_slot.to(device=device, dtype=slot_index_dtype)
+        self.internal_slot_of_tree = new_of_old_slot.to(device=device, dtype=slot_index_dtype)
         sorted_player = player[order]
         self.infoset_range: list[tuple[int, int]] = []
         self.slot_range: list[tuple[int, int]] = []
@@ -152,11 +164,11 @@ class _FlatTree:
         chance_prob = torch.cat(prob_chunks)
         utility = torch.cat(utility_chunks)  # [N, P]
 
-        # Local parent index inside the previous level, per level (index_add_ targets).
+        # Local parent index inside the previous level, per level (scatter_add_ targets):
+        # the tree's own parent arrays, shared rather than copied when already in place.
         self.parent_local: list[Tensor] = [torch.zeros(0, dtype=torch.long, device=device)]
         for d in range(1, len(sizes)):
-            s, e = starts[d], starts[d + 1]
-            self.parent_local.append((parent_g[s:e] - starts[d - 1]).to(device))
+            self.parent_local.append(tree.levels[d].parent.to(device=device, dtype=torch.long))
         parent_kind = kind[parent_g]
         parent_kind[0] = KIND_CHANCE  # the root has no parent edge; treat it as chance (prob 1)
         self.utility_by_player = utility.t().contiguous().to(device=device, dtype=dtype)  # [P, N]
@@ -168,8 +180,10 @@ class _FlatTree:
         # Indices only read by index_select are int32 (half the memory of int64; the
         # scatter/index_copy targets must stay int64).
         index_small = torch.int32 if n_nodes < 2**31 - 1 else torch.long
+        # scatter_add_ / index_add_ indices stay int64: int32 ones measured 3-5% slower.
+        scatter_index = torch.long
         self.edge_child: list[Tensor] = []  # children of p's decision nodes (global ids)
-        self.edge_parent: list[Tensor] = []  # their parent (global ids), int32
+        self.edge_reach_index: list[Tensor] = []  # [(P+1) * E] flat reach index, int32
         self.edge_slot_local: list[Tensor] = []  # edge slot, local to p's slot range
         self.local_action_infoset: list[Tensor] = []  # [A_p] infoset local to p's range
         self.uniform: list[Tensor] = []  # [A_p] 1 / (number of actions of the slot's infoset)
@@ -194,9 +208,16 @@ class _FlatTree:
             a0, a1 = self.slot_range[p]
             parents = parent_g[children]
             self.edge_child.append(children.to(device))
-            self.edge_parent.append(parents.to(device=device, dtype=index_small))
-            self.edge_slot_local.append((edge_slot[children] - a0).to(device))
-            self.local_action_infoset.append((internal_infoset[a0:a1] - i0).to(device))
+            # Flat indices into reach [P+1, N] (rows 0..P) of the edges' parents: one
+            # index_select along dim 0 (faster than along dim 1 of the 2-D buffer).
+            reach_index = torch.arange(n_players + 1)[:, None] * n_nodes + parents[None, :]
+            self.edge_reach_index.append(reach_index.reshape(-1).to(
+                device=device, dtype=torch.int32 if (n_players + 1) * n_nodes < 2**31 - 1
+                else torch.long))
+            self.edge_slot_local.append((edge_slot[children] - a0).to(device=device,
+                                                                      dtype=scatter_index))
+            self.local_action_infoset.append((internal_infoset[a0:a1] - i0).to(
+                device=device, dtype=scatter_index))
             self.uniform.append(counts[internal_infoset[a0:a1]].reciprocal().to(device=device,
                                                                                 dtype=dtype))
             first = len(sizes)
@@ -221,6 +242,147 @@ def _regret_matching_uniform(regrets: Tensor, action_infoset: Tensor, totals: Te
     return torch.where(slot_totals > zero, positive.div_(slot_totals), uniform, out=out)
 
 
+class _NumpyPasses:
+    """CPU fast path of one alternating-update iteration for small trees.
+
+    On a tree of a few dozen nodes each torch call costs a few microseconds of dispatch
+    while the arithmetic takes nanoseconds; numpy dispatches the same work 2-4x faster.
+    This class runs exactly the operations of the torch passes (same elementwise
+    operations, same sequential summation order) on numpy views that share memory with
+    the solver's tensors, so the results are bitwise identical to the torch path and
+    every public method, checkpoint and resume of the solver is unchanged.  Segment sums
+    into zeroed buffers use ``np.bincount`` (sequential, like ``scatter_add_``); the
+    cumulative regrets use ``np.add.at`` (history by history into ``R``, like the torch
+    path and OpenSpiel).
+    """
+
+    def __init__(self, solver: "TensorCFRSolver") -> None:
+        flat = solver._flat
+        n_players = flat.num_players
+        self.num_players = n_players
+        self.variant = solver.variant
+        self.utility_rows = [row.numpy() for row in solver._utility_rows]
+        self.value_rows = [row.numpy() for row in solver._value_rows]
+        # (values_child, edge_prob, scratch, values_parent, parent_local, parent count)
+        self.backward = [[(vc.numpy(), ep.numpy(), sc.numpy(), vp.numpy(),
+                           index.numpy(), int(vp.shape[-1]))
+                          for vc, ep, sc, vp, index, _ in views]
+                         for views in solver._backward_player]
+
+        def forward(views: list[tuple]) -> list[tuple]:
+            return [(rp.numpy(), index.numpy(), ro.numpy(),
+                     None if factor is None else factor.numpy())
+                    for rp, index, ro, factor, _ in views]
+
+        self.forward_player = [forward(views) for views in solver._forward_player]
+        self.forward_chance = forward(solver._forward_chance)
+        self.edge_prob = solver._edge_prob.numpy()
+        self.factor_rows = [None if row is None else row.numpy() for row in solver._factor_rows]
+        self.reach_flat = solver._reach_flat.numpy()
+        self.edge_reach_index = [t.numpy().astype(np.intp) for t in flat.edge_reach_index]
+        self.edge_child = [t.numpy() for t in flat.edge_child]
+        self.edge_child_parent = [t.numpy().astype(np.intp) for t in flat.edge_child_parent]
+        self.edge_slot = [t.numpy() for t in flat.edge_slot_local]
+        self.action_infoset = [t.numpy() for t in flat.local_action_infoset]
+        self.uniform = [t.numpy() for t in flat.uniform]
+        self.regrets = [t.numpy() for t in solver._regret_views]
+        self.predictions = [t.numpy() for t in solver._prediction_views]  # pcfr+ only
+        self.average = [t.numpy() for t in solver._average_views]
+        self.strategy = [t.numpy() for t in solver._strategy_views]
+        self.num_infosets = [i1 - i0 for i0, i1 in flat.infoset_range]
+
+    @staticmethod
+    def _forward(views: list[tuple]) -> None:
+        for reach_parent, parent_local, reach_out, factor in views:
+            reach_out[...] = reach_parent[parent_local]
+            if factor is not None:
+                reach_out *= factor
+
+    def refresh_all(self) -> None:
+        """As :meth:`TensorCFRSolver._refresh_all`."""
+        self._forward(self.forward_chance)
+        for p in range(self.num_players):
+            self._set_edges(p)
+            self._forward(self.forward_player[p])
+
+    def _set_edges(self, player: int) -> None:
+        probs = self.strategy[player][self.edge_slot[player]]
+        children = self.edge_child[player]
+        self.edge_prob[children] = probs
+        factor_row = self.factor_rows[player]
+        if factor_row is not None:
+            factor_row[children] = probs
+
+    def _discount(self, regrets: np.ndarray, t: int) -> None:
+        """In-place :func:`discount_regrets` (same elementwise operations)."""
+        name = self.variant.name
+        if name == "cfr":
+            return
+        if self.variant.floors_regrets:
+            np.maximum(regrets, 0.0, out=regrets)
+        elif name == "lcfr":
+            regrets *= discount_factor(t, 1.0)
+        else:
+            regrets *= np.where(regrets >= 0, discount_factor(t, self.variant.alpha),
+                                discount_factor(t, self.variant.beta))
+
+    def iteration(self, t: int) -> None:
+        """One alternating-update iteration ``t`` (as the torch path of
+        :meth:`TensorCFRSolver.evaluate_and_update_policy`)."""
+        n_players = self.num_players
+        decay = average_decay(self.variant, t)
+        for p in range(n_players):
+            values = self.value_rows[p]
+            values[...] = self.utility_rows[p]
+            for values_child, edge_prob, scratch, values_parent, parent_local, count in \
+                    self.backward[p]:
+                np.multiply(values_child, edge_prob, out=scratch)
+                values_parent += np.bincount(parent_local, scratch, count)
+            if self.regrets[p].size:
+                self._update_player(p, values, t, decay)
+            self._set_edges(p)
+            self._forward(self.forward_player[p])
+
+    def _update_player(self, p: int, values: np.ndarray, t: int, decay: float) -> None:
+        """Regret, average and regret-matching updates of player ``p`` from its values."""
+        n_players = self.num_players
+        regrets = self.regrets[p]
+        slots = self.edge_slot[p]
+        n_edges = slots.shape[0]
+        # reach rows 0..P at the edges' parents, [P+1, E]
+        reach = self.reach_flat[self.edge_reach_index[p]].reshape(n_players + 1, n_edges)
+        edge_values = values[self.edge_child_parent[p]]
+        edge_regret = edge_values[:n_edges] - edge_values[n_edges:]
+        if n_players == 2:
+            edge_regret *= reach[1 - p] * reach[2]
+        else:
+            counterfactual_reach = np.prod(reach[p + 1:], 0)
+            if p > 0:
+                counterfactual_reach = np.prod(reach[:p], 0) * counterfactual_reach
+            edge_regret *= counterfactual_reach
+        num_slots = regrets.shape[0]
+        if self.variant.predictive:
+            self.predictions[p][...] = np.bincount(slots, edge_regret, num_slots)  # pcfr+
+        np.add.at(regrets, slots, edge_regret)
+        self._discount(regrets, t)
+        own_reach = np.bincount(slots, reach[p], num_slots)
+        average = self.average[p]
+        if decay != 1.0:
+            average *= decay
+        own_reach *= self.strategy[p]
+        average += own_reach
+        # Regret matching (PCFR+: on regrets + prediction), into the strategy buffer.
+        if self.variant.predictive:
+            regrets = regrets + self.predictions[p]
+        positive = np.maximum(regrets, 0.0)
+        action_infoset = self.action_infoset[p]
+        slot_totals = np.bincount(action_infoset, positive, self.num_infosets[p])[
+            action_infoset]
+        has_total = slot_totals > 0.0
+        np.divide(positive, slot_totals, out=positive, where=has_total)
+        self.strategy[p][...] = np.where(has_total, positive, self.uniform[p])
+
+
 class TensorCFRSolver:
     """Tensor CFR for any game flattened into a :class:`LevelTree`.
 
@@ -241,6 +403,10 @@ class TensorCFRSolver:
     tensors over the tree's action slots; :meth:`average_policy_tabular` gives an OpenSpiel
     ``TabularPolicy``).
     """
+
+    numpy_fast_path_max_nodes: int = NUMPY_FAST_PATH_MAX_NODES
+    """Trees up to this many nodes on CPU with alternating updates use :class:`_NumpyPasses`
+    (the same operations dispatched through numpy: identical results, less overhead)."""
 
     def __init__(self, game: "str | pyspiel.Game | LevelTree", algo: str | CFRVariant = "cfr",
                  alternating: bool = True, alpha: float | None = None,
@@ -281,13 +447,16 @@ class TensorCFRSolver:
         # Internal slot order (grouped by player); per-player views are taken once.
         self._regrets = torch.zeros(slots, **kw)
         self._cumulative_strategy = torch.zeros(slots, **kw)
-        self._predictions = torch.zeros(slots, **kw)  # PCFR+: last instantaneous regrets
+        # PCFR+ only: last instantaneous regrets (other variants keep an empty tensor and
+        # report zeros).
+        self._predictions = torch.zeros(slots if self.variant.predictive else 0, **kw)
         self._strategy = regret_matching(self._regrets, flat.action_infoset, flat.num_infosets)
         self._slot_views = [slice(a0, a1) for a0, a1 in flat.slot_range]
         # Persistent per-node buffers (in-place updates, so per-level views stay valid).
         n_nodes = flat.num_nodes
         self._edge_prob = flat.chance_factor.clone()  # probability of the edge into each node
         self._reach = torch.ones((n_players + 1, n_nodes), **kw)  # reach[q, n]
+        self._reach_flat = self._reach.view(-1)
         # Expected values of the updating player(s) and the edge_prob x values scratch:
         # alternating updates handle one player at a time, so one row serves them all.
         value_rows = 1 if self.alternating else n_players
@@ -297,7 +466,16 @@ class TensorCFRSolver:
         self._levels = [(starts[d], starts[d + 1]) for d in range(len(starts) - 1)]
         self._slot_state_views()
         self._build_pass_views()
+        self._numpy_passes: _NumpyPasses | None = None
+        if (self.alternating and self.device.type == "cpu" and self.dtype == torch.float64
+                and flat.num_nodes <= self.numpy_fast_path_max_nodes):
+            self._numpy_passes = _NumpyPasses(self)
         self._refresh_all()
+
+    @property
+    def uses_numpy_fast_path(self) -> bool:
+        """True when iterations run through the numpy fast path (small trees on CPU)."""
+        return self._numpy_passes is not None
 
     def _slot_state_views(self) -> None:
         """Per-player views of the slot-indexed state, and per-player slot/infoset buffers
@@ -307,11 +485,14 @@ class TensorCFRSolver:
         self._infoset_totals = [torch.zeros(i1 - i0, dtype=self.dtype, device=self.device)
                                 for i0, i1 in self._flat.infoset_range]
         self._zero = torch.zeros((), dtype=self.dtype, device=self.device)
-        self._own_reach_sums = [torch.zeros(v.stop - v.start, dtype=self.dtype,
-                                            device=self.device) for v in views]
+        # Own reach summed per slot: written after the backward pass, so it lives in the
+        # (then unused) edge_prob x values scratch buffer (N > slots of any player).
+        scratch = self._scratch.view(-1)
+        self._own_reach_sums = [scratch[:v.stop - v.start] for v in views]
         self._average_views = [self._cumulative_strategy[v] for v in views]
         self._strategy_views = [self._strategy[v] for v in views]
-        self._prediction_views = [self._predictions[v] for v in views]
+        self._prediction_views = ([self._predictions[v] for v in views]
+                                  if self.variant.predictive else [])
 
     def _build_pass_views(self) -> None:
         """Precompute, per level, the tensor views the forward/backward passes touch.
@@ -353,19 +534,26 @@ class TensorCFRSolver:
         # Per-player edge buffers: gathered reach rows, child/parent values, edge regrets.
         self._edge_buffers: list[dict[str, Any]] = []
         kw = {"dtype": self.dtype, "device": self.device}
+        # Players are updated one after the other, so they share one set of edge buffers
+        # (sized for the player with the most decision edges).
+        max_edges = max((int(t.numel()) for t in flat.edge_child), default=0)
+        reach_storage = torch.zeros((n_players + 1) * max_edges, **kw)
+        values_storage = torch.zeros(2 * max_edges, **kw)
+        regret_storage = torch.zeros(max_edges, **kw)
         for p in range(n_players):
             n_edges = int(flat.edge_child[p].numel())
-            reach = torch.zeros((n_players + 1, n_edges), **kw)  # reach rows at edge parents
-            values = torch.zeros((2, n_edges), **kw)  # child values, parent values
+            # reach rows at the edge parents [P+1, E]; child values, parent values [2, E].
+            reach = reach_storage[:(n_players + 1) * n_edges].view(n_players + 1, n_edges)
+            values = values_storage[:2 * n_edges].view(2, n_edges)
             self._edge_buffers.append({
-                "reach": reach,
+                "reach_flat": reach.view(-1),
                 "reach_before": reach[:p] if p > 0 else None,  # players 0..p-1
                 "reach_after": reach[p + 1:],  # players p+1..n-1, then chance
                 "cf_factors": [reach[q] for q in range(n_players + 1) if q != p],
                 "own_reach": reach[p],
                 "values_flat": values.view(-1), "child_values": values[0],
                 "parent_values": values[1],
-                "regret": torch.zeros(n_edges, **kw)})
+                "regret": regret_storage[:n_edges]})
         first = flat.first_level
         lowest_all = min(first) if first else depth
         # A player's backward pass stops at the level of its shallowest decision node
@@ -409,6 +597,9 @@ class TensorCFRSolver:
     # ------------------------------------------------------------------ passes
     def _refresh_all(self) -> None:
         """Recompute edge probabilities and every reach row from the current strategy."""
+        if self._numpy_passes is not None:
+            self._numpy_passes.refresh_all()
+            return
         self._forward(self._forward_chance)
         for p in range(self._flat.num_players):
             self._set_edges(p)
@@ -446,7 +637,8 @@ class TensorCFRSolver:
         # Reach rows at the parent of every decision edge of the player, gathered in one
         # go: [P+1, E], rows players 0..P-1 then chance.
         buffers = self._edge_buffers[player]
-        torch.index_select(self._reach, 1, flat.edge_parent[player], out=buffers["reach"])
+        torch.index_select(self._reach_flat, 0, flat.edge_reach_index[player],
+                           out=buffers["reach_flat"])
         # Instantaneous counterfactual regret of each edge: cf_reach(h) (v(ha) - v(h)),
         # cf_reach multiplied in OpenSpiel's order (players before p) x (after p, chance).
         torch.index_select(values, 0, flat.edge_child_parent[player], out=buffers["values_flat"])
@@ -473,7 +665,8 @@ class TensorCFRSolver:
         discount_regrets(regrets, self.variant, t, out=regrets)
         # Own reach summed over the infoset's histories (one edge per history and slot),
         # times the current strategy: this iteration's contribution to the average.
-        # (update_average(average, own_reach x strategy) with one fused multiply-add.)
+        # (update_average(average, own_reach x strategy); a separate multiply and add, not
+        # addcmul_, measured to round differently from the numpy fast path's a + b * c.)
         own_reach = self._own_reach_sums[player]
         own_reach.zero_()
         own_reach.scatter_add_(0, slot_index, buffers["own_reach"])
@@ -481,7 +674,7 @@ class TensorCFRSolver:
         decay = average_decay(self.variant, t)
         if decay != 1.0:
             average.mul_(decay)
-        average.addcmul_(own_reach, self._strategy_views[player])
+        average.add_(own_reach.mul_(self._strategy_views[player]))
 
     def _player_strategy(self, player: int) -> None:
         """Regret matching for ``player`` (PCFR+: on regrets + prediction)."""
@@ -511,7 +704,9 @@ class TensorCFRSolver:
         self.iteration += 1
         flat = self._flat
         n_players = flat.num_players
-        if self.alternating:
+        if self._numpy_passes is not None:
+            self._numpy_passes.iteration(self.iteration)
+        elif self.alternating:
             for p in range(n_players):
                 values = self._value_rows[p]
                 values.copy_(self._utility_rows[p])
@@ -595,7 +790,9 @@ class TensorCFRSolver:
             "regrets": self._to_tree_order(self._regrets).cpu(),
             "cumulative_strategy": self._to_tree_order(self._cumulative_strategy).cpu(),
             "strategy": self._to_tree_order(self._strategy).cpu(),
-            "predictions": self._to_tree_order(self._predictions).cpu(),
+            "predictions": (self._to_tree_order(self._predictions).cpu()
+                            if self.variant.predictive else
+                            torch.zeros(self._flat.num_slots, dtype=self.dtype)),
         }
 
     def load_state_tensors(self, state: dict[str, Tensor], iteration: int) -> None:
@@ -607,7 +804,8 @@ class TensorCFRSolver:
         self._regrets.copy_(self._from_tree_order(state["regrets"]))
         self._cumulative_strategy.copy_(self._from_tree_order(state["cumulative_strategy"]))
         self._strategy.copy_(self._from_tree_order(state["strategy"]))
-        self._predictions.copy_(self._from_tree_order(state["predictions"]))
+        if self.variant.predictive:
+            self._predictions.copy_(self._from_tree_order(state["predictions"]))
         self._reach.fill_(1.0)
         self.iteration = int(iteration)
         self._refresh_all()

@@ -45,6 +45,7 @@ __all__ = [
     "regret_matching",
     "update_regrets",
     "discount_regrets",
+    "discount_factor",
     "update_average",
     "average_decay",
     "normalize_strategy",
@@ -146,8 +147,9 @@ def regret_matching(regrets: Tensor, action_infoset: Tensor, num_infosets: int) 
     return torch.where(slot_totals > 0, positive / slot_totals, uniform)
 
 
-def _discount_factor(t: int, exponent: float) -> float:
-    """``t^e / (t^e + 1)``, written as OpenSpiel's DCFR does (same rounding)."""
+def discount_factor(t: int, exponent: float) -> float:
+    """``t^e / (t^e + 1)`` for iteration ``t``, written as OpenSpiel's DCFR does (same
+    rounding); 1 when ``t^e`` overflows."""
     try:
         power = float(t) ** exponent
     except OverflowError:
@@ -155,6 +157,9 @@ def _discount_factor(t: int, exponent: float) -> float:
     if power == float("inf"):
         return 1.0
     return power / (power + 1)
+
+
+_discount_factor = discount_factor  # former private name
 
 
 def discount_regrets(regrets: Tensor, variant: CFRVariant, iteration: int, *,
@@ -178,9 +183,9 @@ def discount_regrets(regrets: Tensor, variant: CFRVariant, iteration: int, *,
     if name in ("cfr+", "pcfr+"):
         return out.clamp_min_(0)
     if name == "lcfr":
-        return out.mul_(_discount_factor(iteration, 1.0))
-    positive_factor = _discount_factor(iteration, variant.alpha)
-    negative_factor = _discount_factor(iteration, variant.beta)
+        return out.mul_(discount_factor(iteration, 1.0))
+    positive_factor = discount_factor(iteration, variant.alpha)
+    negative_factor = discount_factor(iteration, variant.beta)
     return out.mul_(torch.where(out >= 0, torch.full_like(out, positive_factor),
                                 torch.full_like(out, negative_factor)))
 

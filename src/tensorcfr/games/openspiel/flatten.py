@@ -17,6 +17,7 @@ import os
 import sys
 import time
 from array import array
+from itertools import chain
 from typing import Iterator
 
 import numpy as np
@@ -213,9 +214,12 @@ def _flatten(loaded: "object", max_memory_bytes: int | None, dtype: torch.dtype,
 
     infoset_index: dict[str, int] = {}
     infoset_keys: list[str] = []
-    infoset_player: list[int] = []
-    infoset_actions: list[list[int]] = []
-    infoset_offset: list[int] = []
+    infoset_player = array("i")
+    # Legal actions per infoset, as tuples shared through a pool (games have few distinct
+    # legal-action sets): one pointer per infoset instead of one list each.
+    infoset_actions: list[tuple[int, ...]] = []
+    action_sets: dict[tuple[int, ...], tuple[int, ...]] = {}
+    infoset_offset = array("q")
     num_slots = 0
 
     # One entry per node, in depth-first pre-order (walk order).
@@ -279,10 +283,11 @@ def _flatten(loaded: "object", max_memory_bytes: int | None, dtype: torch.dtype,
                 infoset_index[key] = info
                 infoset_keys.append(key)
                 infoset_player.append(player)
-                infoset_actions.append(legal)
+                actions = tuple(legal)
+                infoset_actions.append(action_sets.setdefault(actions, actions))
                 infoset_offset.append(num_slots)
                 num_slots += len(legal)
-            elif infoset_player[info] != player or infoset_actions[info] != legal:
+            elif infoset_player[info] != player or infoset_actions[info] != tuple(legal):
                 raise UnsupportedGameError(
                     f"{game_string}: histories with information state {key!r} differ in "
                     "acting player or legal actions (the info-state strings do not define "
@@ -327,7 +332,7 @@ def _flatten(loaded: "object", max_memory_bytes: int | None, dtype: torch.dtype,
     if num_infosets:
         new_offset[1:] = np.cumsum(new_num_actions)[:-1]
     walk_slot_infoset = np.repeat(np.arange(num_infosets, dtype=np.int64), walk_num_actions)
-    walk_offset = np.asarray(infoset_offset, dtype=np.int64)
+    walk_offset = np.frombuffer(infoset_offset, dtype=np.int64)
     new_slot_of_walk = (new_offset[new_infoset_of_walk[walk_slot_infoset]]
                         + np.arange(num_slots, dtype=np.int64) - walk_offset[walk_slot_infoset])
     level_infoset = np.where(decision, new_infoset_of_walk[np.maximum(walk_infoset, 0)], -1)
@@ -350,37 +355,49 @@ def _flatten(loaded: "object", max_memory_bytes: int | None, dtype: torch.dtype,
         terminal_returns, dtype=np.float64).reshape(-1, num_players)
     del level_of_walk, terminal_nodes, terminal_returns
 
-    levels: list[Level] = []
-    start = 0
-    previous_start = 0
-    for size in sizes:
-        end = start + size
-        parent = level_parent[start:end]
-        levels.append(Level(
-            parent=torch.from_numpy(parent - previous_start if start else parent.copy()),
-            kind=torch.from_numpy(level_kind[start:end].copy()),
-            infoset=torch.from_numpy(level_infoset[start:end].copy()),
-            parent_action_slot=torch.from_numpy(level_slot[start:end].copy()),
-            chance_prob=torch.from_numpy(level_prob[start:end].copy()).to(dtype),
-            utility=torch.from_numpy(utility[start:end].copy()).to(dtype),
-        ))
-        previous_start, start = start, end
-    del level_parent, level_kind, level_infoset, level_slot, level_prob, utility
+    # Per-level tensors, one field at a time, each global array freed once split.
+    bounds = np.cumsum([0] + sizes).tolist()
+    spans = list(zip(bounds[:-1], bounds[1:]))
+    for d in range(len(spans) - 1, 0, -1):  # parents local to the previous level
+        level_parent[spans[d][0]:spans[d][1]] -= spans[d - 1][0]
+
+    def split(values: np.ndarray, as_dtype: torch.dtype | None = None) -> list[torch.Tensor]:
+        parts = [torch.from_numpy(values[s:e].copy()) for s, e in spans]
+        return parts if as_dtype is None else [part.to(as_dtype) for part in parts]
+
+    fields: dict[str, list[torch.Tensor]] = {"parent": split(level_parent)}
+    del level_parent
+    fields["kind"] = split(level_kind)
+    del level_kind
+    fields["infoset"] = split(level_infoset)
+    del level_infoset
+    fields["parent_action_slot"] = split(level_slot)
+    del level_slot
+    fields["chance_prob"] = split(level_prob, dtype)
+    del level_prob
+    fields["utility"] = split(utility, dtype)
+    del utility
+    levels = [Level(**{name: parts[d] for name, parts in fields.items()})
+              for d in range(len(spans))]
+    del fields
 
     action_infoset = torch.repeat_interleave(torch.arange(num_infosets, dtype=torch.long),
                                              torch.from_numpy(new_num_actions))
-    action_id = torch.tensor([a for i in infoset_order.tolist() for a in infoset_actions[i]],
-                             dtype=torch.long)
+    action_id = np.empty(num_slots, dtype=np.int64)
+    action_id[new_slot_of_walk] = np.fromiter(chain.from_iterable(infoset_actions),
+                                              dtype=np.int64, count=num_slots)
+    del infoset_actions, action_sets
     order_list = infoset_order.tolist()
     tree = LevelTree(
         num_players=num_players,
         levels=levels,
         num_infosets=num_infosets,
-        infoset_player=torch.tensor([infoset_player[i] for i in order_list], dtype=torch.long),
+        infoset_player=torch.from_numpy(
+            np.frombuffer(infoset_player, dtype=np.intc)[infoset_order].astype(np.int64)),
         infoset_num_actions=torch.from_numpy(new_num_actions),
         infoset_action_offset=torch.from_numpy(new_offset),
         action_infoset=action_infoset,
-        action_id=action_id.reshape(-1),
+        action_id=torch.from_numpy(action_id),
         infoset_keys=[infoset_keys[i] for i in order_list],
         game_string=game_string,
         metadata={"num_distinct_actions": loaded.num_distinct_actions(),

@@ -48,6 +48,7 @@ from tensorcfr.games.pasur.rules import (
     initial_state,
     round_hands,
 )
+from tensorcfr.games.pasur.tensor_tree import compressed_codes
 
 NUM_FEATURES = 58
 COL_ALEX_CLUBS, COL_BOB_CLUBS, COL_WIN = 52, 53, 54
@@ -62,9 +63,10 @@ def level_features(node_state: Mapping[str, torch.Tensor],
 
     Args:
         node_state: ``graph.node_state[level]`` of :func:`tensor_tree.build_tree_rounds`
-            (keys ``card_node``, ``score_index``, ``card_codes``, ``in_play``,
+            (keys ``card_node``, ``score_index``, ``card_state``, ``in_play``,
             ``dealt_before``, ``scores``, ``round``, ``level``); level must be 1..8 (a row
-            describes the node reached by ply ``level - 1``).
+            describes the node reached by ply ``level - 1``). The card codes are the paper's
+            ``t_cmp`` of the level's card states (:func:`tensor_tree.compressed_codes`).
         nodes: optional LongTensor of node indices of the level (default: every node), to
             bound memory (58 bytes per row).
 
@@ -82,7 +84,11 @@ def level_features(node_state: Mapping[str, torch.Tensor],
     in_play = node_state["in_play"]
     device = card_node.device
     rows = torch.zeros((card_node.numel(), NUM_FEATURES), dtype=torch.int8, device=device)
-    rows[:, in_play] = node_state["card_codes"][card_node]
+    card_state = node_state["card_state"]
+    if card_node.numel() >= card_state.shape[0]:  # codes of every card state, then gather
+        rows[:, in_play] = compressed_codes(card_state)[card_node]
+    else:                                         # only the card states asked for
+        rows[:, in_play] = compressed_codes(card_state[card_node])
     # Paper: t_inf[(t_dlt == 1) & (t_inf == 0)] = -127: dealt earlier and no longer in play
     # (a card of the round's in-play set can be gone at a node whose pool never held it).
     dealt = node_state["dealt_before"].to(device)

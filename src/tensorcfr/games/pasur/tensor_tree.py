@@ -469,6 +469,28 @@ def build_card_round(deal: Sequence[int], round_index: int, pools: torch.Tensor,
     return card_round
 
 
+def _code_table() -> list[int]:
+    """``t_cmp`` for every (row 0 code r, history difference h): index ``r * 128 + h + 64``."""
+    table = []
+    for place in (GONE, ALEX_HAND, BOB_HAND, POOL):
+        for h in range(-64, 64):
+            if place == GONE and 0 < abs(h) < 5:
+                code = 110 + h          # played to capture: both legs in the same turn
+            elif h == 0 and place == POOL:
+                code = 110              # in the pool since the round's start
+            elif h == 0 and place == ALEX_HAND:
+                code = 100
+            elif h == 0 and place == BOB_HAND:
+                code = 105
+            else:
+                code = h
+            table.append(code)
+    return table
+
+
+_CODE_TABLE = tuple(_code_table())
+
+
 def compressed_codes(state: torch.Tensor) -> torch.Tensor:
     """The paper's compressed game tensor ``t_cmp`` ``[M, m]`` int8 of a layer ``t_gme``.
 
@@ -477,16 +499,13 @@ def compressed_codes(state: torch.Tensor) -> torch.Tensor:
     Alex / Bob, 110 in the pool since the round's start, ``+-(t+1)`` laid by Alex / Bob at turn
     ``t`` and still in the pool, ``110 +- (t+1)`` played by Alex / Bob at turn ``t`` to capture,
     otherwise (Alex's history minus Bob's) e.g. ``-10`` = a round-start pool card Bob captured
-    at turn 0, ``-9`` = laid by Alex at turn 0 and captured by Bob at turn 0.
+    at turn 0, ``-9`` = laid by Alex at turn 0 and captured by Bob at turn 0. Computed as
+    ``t_cmp = t_gme[:,1] - t_gme[:,2]`` then the paper's rules, by one table lookup.
     """
-    codes = state[:, 1, :].to(torch.int16) - state[:, 2, :].to(torch.int16)
-    row0 = state[:, 0, :]
-    played_to_capture = (row0 == GONE) & (codes != 0) & (codes.abs() < 5)
-    codes = torch.where(played_to_capture, codes + 110, codes)
-    codes = torch.where((row0 == POOL) & (codes == 0), torch.full_like(codes, 110), codes)
-    codes = torch.where((row0 == ALEX_HAND) & (codes == 0), torch.full_like(codes, 100), codes)
-    codes = torch.where((row0 == BOB_HAND) & (codes == 0), torch.full_like(codes, 105), codes)
-    return codes.to(torch.int8)
+    table = torch.tensor(_CODE_TABLE, dtype=torch.int8, device=state.device)
+    history = (state[:, 1, :] - state[:, 2, :]).to(torch.int16) + 64        # 20..108
+    index = state[:, 0, :].to(torch.int16) * 128 + history
+    return table[index.long()]
 
 
 # --------------------------------------------------------------------------- inherited scores
@@ -740,9 +759,9 @@ def _estimate(rounds: list[tuple[CardRound, _RoundRoots, _RoundLink | None]]) ->
         edges = sum(sizes[1:])
         m = card_round.in_play.numel()
         card_nodes_round = sum(card_round.level_sizes)
-        # node_state keeps each level's card states and codes (4 bytes per in-play card).
+        # node_state keeps each level's card states (3 bytes per in-play card).
         graph_bytes += (EDGE_BYTES * edges + NODE_BYTES * sum(sizes) + END_NODE_BYTES * sizes[-1]
-                        + 4 * m * card_nodes_round + 8 * card_round.level_sizes[-1])
+                        + 3 * m * card_nodes_round + 8 * card_round.level_sizes[-1])
         # While a round is unfolded: its card layers' other tensors + one level's temporaries.
         transient = max(transient, CARD_NODE_WORK_BYTES * card_nodes_round
                         + TRANSIENT_EDGE_BYTES * max(sizes))
@@ -878,7 +897,6 @@ def _round_graph(card_round: CardRound, roots: _RoundRoots, link: _RoundLink | N
             "card_node": node_card[level],
             "score_index": node_score[level],
             "card_state": card_round.states[level],
-            "card_codes": compressed_codes(card_round.states[level]),
             "in_play": card_round.in_play,
             "dealt_before": card_round.dealt_before,
             "scores": scores,
