@@ -109,7 +109,8 @@ def _print_solution(solution: Any, threads: int) -> None:
         console.print(f"  {line}", highlight=False)
     console.print(f"[bold]value[/] (Alex's points minus Bob's, optimal play by both): "
                   f"[bold]{solution.value:+d}[/]", highlight=False)
-    table = Table(title="principal line (an optimal game)", title_justify="left")
+    table = Table(title="principal line (an optimal game; plays numbered from 0 as in a game record)",
+                  title_justify="left")
     for name, justify in (("#", "right"), ("player", "left"), ("card", "left"),
                           ("captured", "left"), ("pts", "right"), ("Alex", "right"),
                           ("Bob", "right")):

@@ -700,8 +700,8 @@ class ExactSolution:
         offset = state.play_index - self._graph.start_level
         if state.is_terminal or offset < 0:
             raise StateNotSolvedError(
-                f"play {state.play_index + 1} is not part of the solution (it starts at play "
-                f"{self._graph.start_level + 1} and ends after play 48)")
+                f"play {state.play_index} is not part of the solution (it starts at play "
+                f"{self._graph.start_level} and ends after play 47; plays count from 0)")
         lv = self._graph.levels[offset]
         try:
             packed = state_key(state)
@@ -816,7 +816,7 @@ def _replay_rows(start: rules.GameState, actions: list[rules.Action]
                 a1_play, b1_play = a1, b1
         else:
             a1_play, b1_play = a1, b1
-        rows.append({"play": state.play_index + 1, "player": rules.PLAYERS[mover],
+        rows.append({"play": state.play_index, "player": rules.PLAYERS[mover],
                      "card": action.card, "captured": list(action.captured),
                      "points": (a1_play - a0) if mover == 0 else (b1_play - b0),
                      "alex": a1_play, "bob": b1_play})
