@@ -369,3 +369,10 @@ def test_bad_arguments_are_user_errors() -> None:
         build_tree_round(deal, 7)
     with pytest.raises(TensorCFRError):
         build_tree_rounds(deal, max_memory="lots")
+
+
+def test_progress_callback(small_tree) -> None:
+    deal, _ = small_tree
+    calls: list[tuple[int, int]] = []
+    build_tree_rounds(deal, progress=lambda done, total: calls.append((done, total)))
+    assert calls == [(i, 7) for i in range(8)]

@@ -109,8 +109,8 @@ def _print_solution(solution: Any, threads: int) -> None:
         console.print(f"  {line}", highlight=False)
     console.print(f"[bold]value[/] (Alex's points minus Bob's, optimal play by both): "
                   f"[bold]{solution.value:+d}[/]", highlight=False)
-    table = Table(title="principal line (an optimal game; plays numbered from 0 as in a game record)",
-                  title_justify="left")
+    table = Table(title="principal line (an optimal game)", title_justify="left",
+                  caption="plays are numbered from 0, as in game records", caption_justify="left")
     for name, justify in (("#", "right"), ("player", "left"), ("card", "left"),
                           ("captured", "left"), ("pts", "right"), ("Alex", "right"),
                           ("Bob", "right")):
@@ -127,7 +127,7 @@ def _print_solution(solution: Any, threads: int) -> None:
     console.print(table)
     per_round = "  ".join(f"{n:,}" for n in solution.states_per_round)
     console.print(f"states per round   {per_round}   (total {solution.num_states:,} with the "
-                  f"{solution.states_per_level[-1]:,} end states)", highlight=False)
+                  f"{solution.states_per_level[-1]:,} end states)", highlight=False, soft_wrap=True)
     console.print(f"time {solution.seconds:.3f} s   peak memory "
                   f"{format_bytes(solution.peak_rss_mb * 2**20)}   threads {threads}   "
                   f"device {solution.device}", highlight=False)

@@ -922,7 +922,8 @@ def _memory_limit(max_memory: int | str | None, device: torch.device) -> int:
 
 
 def build_tree_rounds(deal: Sequence[int], device: torch.device | str = "cpu",
-                      max_memory: int | str | None = None) -> list[RoundGraph]:
+                      max_memory: int | str | None = None, *,
+                      progress: Callable[[int, int], None] | None = None) -> list[RoundGraph]:
     """The paper's full game tree of a deal, as six :class:`RoundGraph` (``--mode tree``).
 
     Args:
@@ -931,6 +932,9 @@ def build_tree_rounds(deal: Sequence[int], device: torch.device | str = "cpu",
         max_memory: bytes (int) or a size like ``"8G"``; ``None``: the machine's available
             memory (a CUDA device's free memory). Checked against the size estimate (see
             :func:`estimate_tree_size`) before the big tensors exist.
+        progress: optional ``progress(done, total)`` callback for a progress bar: called with
+            ``(0, 7)`` once the size is checked, then ``(r + 1, 7)`` after each round is
+            unfolded and ``(7, 7)`` at the end.
 
     Returns:
         Six RoundGraphs; level ``l`` node ``q`` of round ``r`` has
@@ -946,12 +950,19 @@ def build_tree_rounds(deal: Sequence[int], device: torch.device | str = "cpu",
     device = torch.device(device)
     limit = _memory_limit(max_memory, device)
     rounds = _card_rounds(deal, device, limit=limit)  # raises MemoryLimitError early
+    total_steps = NUM_ROUNDS + 1
+    if progress is not None:
+        progress(0, total_steps)
     graphs = []
     for round_index, (_, roots, link) in enumerate(rounds):
         # Phase 2: rebuild this round's card layers (all levels kept), unfold with the scores.
         card_round = build_card_round(deal, round_index, roots.pools, device=device)
         graphs.append(_round_graph(card_round, roots, link, device))
         del card_round
+        if progress is not None:
+            progress(round_index + 1, total_steps)
+    if progress is not None:
+        progress(total_steps, total_steps)
     return graphs
 
 
