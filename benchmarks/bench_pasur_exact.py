@@ -21,16 +21,15 @@ per measurement. Usage::
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
+from tensorcfr.utils.machine import machine_info
 
 ROOT = Path(__file__).resolve().parents[1]
 LAST_ROUNDS_START = 24  # play index where the last 3 rounds begin
@@ -112,24 +111,6 @@ def _run_worker(args: list[str], timeout: float | None) -> dict[str, Any] | None
     if proc.returncode != 0:
         raise RuntimeError(f"worker {args} failed:\n{proc.stderr}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
-def _machine() -> dict[str, Any]:
-    import psutil
-    import torch
-
-    model = platform.processor() or "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {"cpu": model, "cores": os.cpu_count(),
-            "ram_gib": psutil.virtual_memory().total / 2**30, "torch": torch.__version__,
-            "python": platform.python_version(),
-            "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
 
 
 def _parse_seeds(text: str) -> list[int]:
@@ -287,7 +268,7 @@ def main() -> None:
 
     from tensorcfr.utils.io import write_text_atomic
 
-    machine = _machine()
+    machine = machine_info()
     load_start = os.getloadavg()[0]
     rows = []
     for seed in _parse_seeds(args.seeds):

@@ -6,28 +6,13 @@ The chosen default (``tensorcfr.utils.resources.DEFAULT_THREADS``) comes from th
 
 from __future__ import annotations
 
-import datetime
-import os
-import platform
 import statistics
-import sys
 import time
 from pathlib import Path
 
 import torch
 
-
-def _machine() -> str:
-    model = "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return f"{model}, {os.cpu_count()} cores, {mem:.0f} GiB RAM, {platform.system()}"
+from tensorcfr.utils.machine import machine_line
 
 
 def _time(fn, repeats: int = 30) -> float:
@@ -62,8 +47,7 @@ def main() -> None:
     lines = [
         "# Torch intra-op threads on this machine",
         "",
-        f"Machine: {_machine()}; torch {torch.__version__}; Python {sys.version.split()[0]}; "
-        f"{datetime.date.today().isoformat()}.",
+        f"Machine: {machine_line()}.",
         "Median of 30 runs, best of two A/B rounds, float64. Rerun: `python benchmarks/bench_threads.py`.",
         "",
         "| op | elements | 1 thread (ms) | 2 threads (ms) | 2 threads / 1 thread |",

@@ -14,7 +14,6 @@ from tensorcfr.games.pasur.cards import parse_card
 from tensorcfr.games.pasur.features import (
     COL_PLAYER,
     COL_ROUND,
-    COL_TURN,
     COLLECTED,
     NUM_FEATURES,
     level_features,
