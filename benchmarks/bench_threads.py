@@ -6,6 +6,7 @@ The chosen default (``tensorcfr.utils.resources.DEFAULT_THREADS``) comes from th
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from pathlib import Path
@@ -48,6 +49,8 @@ def main() -> None:
         "# Torch intra-op threads on this machine",
         "",
         f"Machine: {machine_line()}.",
+        f"Load average (1 min) at the end: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores "
+        "(other processes busy make the second thread wait for a core).",
         "Median of 30 runs, best of two A/B rounds, float64. Rerun: `python benchmarks/bench_threads.py`.",
         "",
         "| op | elements | 1 thread (ms) | 2 threads (ms) | 2 threads / 1 thread |",
