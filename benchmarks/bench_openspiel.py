@@ -1,7 +1,8 @@
 """Benchmark our tensor CFR against OpenSpiel's C++, Python and JAX CFR solvers.
 
-Same as ``tensorcfr bench --out-dir docs/benchmarks`` (all options of ``tensorcfr bench``
-apply): writes docs/benchmarks/openspiel.md, openspiel_results.json and
+Same as ``tensorcfr bench --out-dir docs/benchmarks --max-worker-memory <RAM/2>
+--max-setup-seconds 1800`` (all options of ``tensorcfr bench`` apply and override these):
+writes docs/benchmarks/openspiel.md, openspiel_results.json and
 openspiel_time_vs_size.png.  The full default run takes tens of minutes; run it in the
 background, e.g. ``nohup .venv/bin/python benchmarks/bench_openspiel.py > bench.log 2>&1 &``.
 """
@@ -20,11 +21,23 @@ from tensorcfr.errors import TensorCFRError
 DEFAULT_OUT_DIR = Path(__file__).resolve().parent.parent / "docs" / "benchmarks"
 
 
+def _given(args: list[str], option: str) -> bool:
+    return option in args or any(a.startswith(option + "=") for a in args)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run ``bench_command`` with ``--out-dir docs/benchmarks`` unless one is given."""
+    """Run ``bench_command`` with ``--out-dir docs/benchmarks`` unless one is given, and by
+    default a per-worker memory limit of half the machine's RAM (JaxCFR's set-up on
+    battleship_3x2 grows past 8 GiB) and a 30-minute set-up limit."""
+    import psutil
+
     args = list(sys.argv[1:] if argv is None else argv)
-    if "--out-dir" not in args and not any(a.startswith("--out-dir=") for a in args):
+    if not _given(args, "--out-dir"):
         args += ["--out-dir", str(DEFAULT_OUT_DIR)]
+    if not _given(args, "--max-worker-memory"):
+        args += ["--max-worker-memory", str(psutil.virtual_memory().total // 2)]
+    if not _given(args, "--max-setup-seconds"):
+        args += ["--max-setup-seconds", "1800"]
     app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
     app.command()(bench_command)
     try:

@@ -215,6 +215,7 @@ def run_dcfr_solve(deal: Sequence[int], mode: str = "dag", iterations: int = 100
     from tensorcfr.games.pasur.round_cfr import (
         RoundCheckpointStore,
         exploitability,
+        keep_freed_memory,
         minimax_value,
         solve_dcfr,
     )
@@ -238,6 +239,7 @@ def run_dcfr_solve(deal: Sequence[int], mode: str = "dag", iterations: int = 100
     except (RuntimeError, AssertionError) as exc:
         raise TensorCFRError(f"device {device!r} is not usable: {exc}") from None
     used_threads = set_threads(threads)
+    keep_freed_memory()  # reuse freed temporaries instead of faulting in fresh pages
     limit = _memory_limit(max_memory)
     out_dir = Path(out) if out is not None else None
     if out_dir is not None and out_dir.exists() and not out_dir.is_dir():
