@@ -107,15 +107,27 @@ def _feature_columns(graph: RoundGraph, level: int, children: Tensor) -> dict[st
     return {f"feature_{k:02d}": pa.array(rows[:, k]) for k in range(NUM_FEATURES)}
 
 
+PER_NODE_STATE_KEYS = (
+    # tree mode (tensor_tree): the node's card state and inherited-score index
+    "card_node", "score_index",
+    # dag mode (exact.build_state_graph): the packed merged state and its parts
+    "key", "pool", "alex_hand", "bob_hand", "alex_clubs", "bob_clubs", "clubs_done",
+    "last_capturer",
+)
+"""``node_state`` entries that hold one value per node (others, such as the tree builder's
+per-card ``in_play`` or per-level ``scores``, are not node columns even when their length
+happens to equal the node count)."""
+
+
 def _state_columns(graph: RoundGraph, level: int, nodes: np.ndarray) -> dict[str, pa.Array]:
     """Per-node state codes the builder kept (``node_state``), as ``state_<name>`` columns."""
     if not graph.node_state or level >= len(graph.node_state):
         return {}
     out: dict[str, pa.Array] = {}
     for name, values in graph.node_state[level].items():
-        if not isinstance(values, Tensor) or values.dim() != 1:
+        if name not in PER_NODE_STATE_KEYS or not isinstance(values, Tensor):
             continue
-        if values.numel() != graph.num_nodes[level]:
+        if values.dim() != 1 or values.numel() != graph.num_nodes[level]:
             continue
         out[f"state_{name}"] = pa.array(values.detach().cpu().numpy()[nodes])
     return out
