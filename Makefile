@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 SEED   ?= 1
 
-.PHONY: setup demo test bench bench-pasur bench-openspiel clean
+.PHONY: setup demo test bench bench-pasur bench-pasur-dcfr bench-openspiel clean
 
 $(BIN)/tensorcfr: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -23,10 +23,13 @@ demo: setup
 test: setup
 	$(BIN)/python -m pytest
 
-bench: bench-pasur bench-openspiel
+bench: bench-pasur bench-pasur-dcfr bench-openspiel
 
 bench-pasur: setup
 	$(BIN)/python benchmarks/bench_pasur_exact.py
+
+bench-pasur-dcfr: setup
+	$(BIN)/python benchmarks/bench_pasur_dcfr.py --seeds 0-9 --modes dag,tree
 
 bench-openspiel: setup
 	$(BIN)/pip install -q -c constraints.txt -e '.[test,bench]'

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import time
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import typer
 
@@ -13,15 +13,6 @@ from tensorcfr.cli.common import err_console, print_json
 from tensorcfr.errors import TensorCFRError
 
 ALGO_HELP = "cfr | cfr+ | lcfr | dcfr | pcfr+ (default cfr, or the checkpoint's with --resume)"
-
-
-def _exploitability_fn() -> Callable[[Any, Any], Any] | None:
-    """``tensorcfr.core.best_response.exploitability`` if available, else ``None``."""
-    try:
-        from tensorcfr.core.best_response import exploitability
-    except ImportError:  # pragma: no cover - best response not installed
-        return None
-    return exploitability
 
 
 def _status(message: str) -> Any:
@@ -150,9 +141,8 @@ def solve_command(
     target = start_iteration + iterations
     every = eval_every if eval_every is not None else max(1, iterations // 20)
     points = _eval_points(start_iteration, target, every)
-    exploitability_fn = _exploitability_fn()
-    if plot is not None and exploitability_fn is None:
-        raise TensorCFRError("--plot needs tensorcfr.core.best_response, which is not available")
+    from tensorcfr.core.best_response import exploitability as exploitability_fn
+
     history: list[tuple[int, float]] = []
     last_result: Any = None
     solve_seconds = 0.0
@@ -165,7 +155,7 @@ def solve_command(
             "without convergence guarantees", highlight=False, soft_wrap=True)
 
     def evaluate() -> Any:
-        if exploitability_fn is None or evaluation_error:
+        if evaluation_error:
             return None
         try:
             return exploitability_fn(solver.tree, solver.average_policy())
@@ -228,9 +218,7 @@ def solve_command(
         "estimated_memory_mb": solver.estimated_memory_bytes / 2**20,
         "exploitability_history": [[i, e] for i, e in history],
     }
-    if exploitability_fn is None:
-        summary["note"] = "tensorcfr.core.best_response unavailable: no exploitability"
-    elif evaluation_error:
+    if evaluation_error:
         summary["note"] = f"no exploitability: {evaluation_error[0]}"
     if json_out:
         print_json(summary)
@@ -270,11 +258,9 @@ def _print_summary(summary: dict[str, Any], save: Path | None, policy_out: Path 
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``solve`` (and ``exploitability`` when its module exists) to the root app."""
+    """Add ``solve`` and ``exploitability`` to the root app."""
     app.command("solve", help="Solve an OpenSpiel game with tensor CFR (cfr, cfr+, lcfr, "
                 "dcfr, pcfr+).")(solve_command)
-    try:
-        from tensorcfr.cli.generic_exploitability import exploitability_command
-    except ImportError:
-        return
+    from tensorcfr.cli.generic_exploitability import exploitability_command
+
     app.command("exploitability", help="Exploitability of a saved policy.")(exploitability_command)

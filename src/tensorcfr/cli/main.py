@@ -35,14 +35,11 @@ def _root(
 
 
 def _register() -> None:
-    from tensorcfr.cli import pasur
+    from tensorcfr.cli import bench, generic, pasur
 
     app.add_typer(pasur.app, name="pasur")
-    try:
-        from tensorcfr.cli import generic
-    except ImportError:  # pragma: no cover - during development of the generic engine
-        return
     generic.register(app)
+    app.command("bench")(bench.bench_command)
 
 
 _register()

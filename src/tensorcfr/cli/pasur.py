@@ -33,14 +33,10 @@ def deal_command(
 
 
 def _register() -> None:
-    from tensorcfr.cli import pasur_replay, pasur_solve
+    from tensorcfr.cli import pasur_cfr, pasur_replay, pasur_solve
 
     app.command("replay")(pasur_replay.replay_command)
     app.command("solve")(pasur_solve.solve_command)
-    try:
-        from tensorcfr.cli import pasur_cfr
-    except ImportError:  # pragma: no cover - the CFR pipeline is optional during development
-        return
     app.command("exploitability")(pasur_cfr.exploitability_command)
 
 

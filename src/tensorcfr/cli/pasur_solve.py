@@ -80,12 +80,9 @@ def _check_options(method: str, mode: str, iterations: int, variant: str,
     for label, value in (("--alpha", alpha), ("--beta", beta), ("--gamma", gamma)):
         if value is not None and not math.isfinite(value):
             raise TensorCFRError(f"{label} must be a finite number, got {value}")
-    try:
-        from tensorcfr.core.regret import CFRVariant
-    except ImportError:  # pragma: no cover - the CFR engine is optional during development
-        pass
-    else:
-        CFRVariant.parse(variant, alpha, beta, gamma)
+    from tensorcfr.core.regret import CFRVariant
+
+    CFRVariant.parse(variant, alpha, beta, gamma)
     import torch
 
     try:
@@ -197,11 +194,8 @@ def solve_command(
         memory_limit = parse_memory(max_memory)
         n_threads = set_threads(threads)
         if method == "dcfr":
-            try:
-                from tensorcfr.cli.pasur_cfr import run_dcfr_solve
-            except ImportError:
-                fail("--method dcfr is not available")
-                return
+            from tensorcfr.cli.pasur_cfr import run_dcfr_solve
+
             run_dcfr_solve(deal=the_deal, mode=mode, iterations=iterations, variant=variant,
                            alpha=alpha, beta=beta, gamma=gamma, out=out, convergence=convergence,
                            json_out=json_out, max_memory=memory_limit, threads=n_threads,
