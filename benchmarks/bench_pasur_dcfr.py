@@ -68,7 +68,10 @@ def run_one(seed: int, mode: str, iterations: int, timeout: float) -> dict[str, 
                               "process_cpu_seconds": _children_cpu() - cpu0,
                               "process_wall_seconds": time.perf_counter() - wall0}
     if proc.returncode != 0:
-        record["status"] = "error: " + proc.stderr.strip().splitlines()[-1]
+        lines = proc.stderr.strip().splitlines()
+        record["status"] = ("error: " + lines[-1] if lines else
+                            f"error: the solver process ended with code {proc.returncode} "
+                            "and no message (killed, e.g. by the out-of-memory killer?)")
         return record
     record.update(json.loads(proc.stdout.strip().splitlines()[-1]))
     record["status"] = "ok"

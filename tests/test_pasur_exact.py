@@ -344,13 +344,3 @@ def test_cli_dcfr_is_delegated(monkeypatch: pytest.MonkeyPatch) -> None:
                  "max_memory", "threads", "device"):
         assert name in kw
 
-
-def test_cli_dcfr_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
-    from typer.testing import CliRunner
-
-    from tensorcfr.cli.main import app
-
-    monkeypatch.setitem(sys.modules, "tensorcfr.cli.pasur_cfr", None)  # import fails
-    result = CliRunner().invoke(app, ["pasur", "solve", "--seed", "3", "--method", "dcfr"])
-    _check_one_line_error(result.exit_code, result.stderr, "--method dcfr is not available",
-                          "dcfr")

@@ -73,12 +73,12 @@ from tensorcfr.games.pasur.cards import (
     QUEENS,
     TEN_OF_DIAMONDS,
     TWO_OF_CLUBS,
-    card_value,
     is_jack,
     is_numeric,
     is_queen,
 )
 from tensorcfr.games.pasur.graph import PLIES_PER_ROUND, RoundGraph
+from tensorcfr.games.pasur.sum11 import sum11_combos  # the paper's t_40x2764 template
 from tensorcfr.utils.resources import available_memory_bytes, format_bytes, peak_rss_mb
 
 __all__ = [
@@ -126,32 +126,6 @@ class StateNotSolvedError(TensorCFRError):
 
 
 # --------------------------------------------------------------------------- static tables
-
-@lru_cache(maxsize=None)
-def sum11_combos() -> tuple[tuple[int, ...], ...]:
-    """The 2764 sets of 2..7 numeric cards (indices 0..39) whose values sum to 11.
-
-    A numeric card ``c`` captures ``S`` exactly when ``S ∪ {c}`` is one of these sets (the
-    paper's ``t_40x2764`` template, here as sorted card tuples in lexicographic order).
-    """
-    out: list[tuple[int, ...]] = []
-
-    def walk(start: int, remaining: int, chosen: list[int]) -> None:
-        if remaining == 0:
-            if len(chosen) >= 2:
-                out.append(tuple(chosen))
-            return
-        for c in range(start, NUM_NUMERIC):
-            v = card_value(c)
-            if v > remaining:
-                break
-            chosen.append(c)
-            walk(c + 1, remaining - v, chosen)
-            chosen.pop()
-
-    walk(0, 11, [])
-    return tuple(sorted(out))
-
 
 @lru_cache(maxsize=None)
 def _capture_masks_by_card() -> tuple[tuple[int, ...], ...]:
