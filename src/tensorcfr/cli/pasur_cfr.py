@@ -49,9 +49,12 @@ MANIFEST_FORMAT = "tensorcfr-pasur-dcfr-run"
 MODES = ("dag", "tree")
 
 # Bytes per edge and per node the round solver holds for the round being solved
-# (regrets, cumulative and current strategy, edge reach/values, node reach/values) plus the
-# average strategy kept for every round: float64 tensors.
-_SOLVER_BYTES_PER_EDGE = 8 * 10
+# (regrets, cumulative and current strategy, edge reach/values, node reach/values, and the
+# temporaries of each iteration, which the allocator keeps: see round_cfr.keep_freed_memory)
+# plus the average strategy kept for every round: float64 tensors. Calibrated on measured
+# peak RSS of tree-mode solves (seeds 0, 3, 6, 7: 237 to 356 bytes per edge of the largest
+# round above the builder's estimate; docs/benchmarks/pasur_dcfr.md), rounded up.
+_SOLVER_BYTES_PER_EDGE = 8 * 48
 _SOLVER_BYTES_PER_NODE = 8 * 6
 _KEPT_BYTES_PER_EDGE = 8
 
