@@ -25,12 +25,7 @@ DATA = Path(__file__).parent / "data"
 SUITS = {"♣": "c", "♦": "d", "♥": "h", "♠": "s"}
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 def _deck(index: int) -> list[int]:

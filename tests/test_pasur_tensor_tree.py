@@ -35,12 +35,7 @@ SMALL_DECK = 7  # decks_0_199.csv line whose whole tree is small (about 1.8M nod
 BFS_DECK = 2  # a deck whose rounds 0..1 are small enough for a rules.py enumeration
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 def _decks() -> list[list[int]]:
