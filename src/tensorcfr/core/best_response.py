@@ -386,11 +386,16 @@ def best_response_values(tree: LevelTree, policy_slots: Tensor, *,
         NotPerfectRecallError: the tree does not have perfect recall.
     """
     tree, policy = _prepare(tree, policy_slots, device)
+    return _best_responses(tree, policy)[0]
+
+
+def _best_responses(tree: LevelTree, policy: Tensor) -> tuple[Tensor, Any]:
+    """``[num_players]`` best-response values of a prepared policy, and its top-down pass."""
     top = _top_down(tree, policy)
     parent_sequence, infoset_depth = _infoset_sequences(tree, top)
     values = [_best_response_pass(tree, top, parent_sequence, infoset_depth, p)[0]
               for p in range(int(tree.num_players))]
-    return torch.tensor(values, dtype=torch.float64, device=policy.device)
+    return torch.tensor(values, dtype=torch.float64, device=policy.device), top
 
 
 def best_response_policy(tree: LevelTree, policy_slots: Tensor, player: int, *,
@@ -452,11 +457,8 @@ def exploitability(tree: LevelTree, policy_slots: Tensor, *,
         NotPerfectRecallError: the tree does not have perfect recall.
     """
     tree, policy = _prepare(tree, policy_slots, device)
-    top = _top_down(tree, policy)
-    parent_sequence, infoset_depth = _infoset_sequences(tree, top)
     num_players = int(tree.num_players)
-    br = torch.tensor([_best_response_pass(tree, top, parent_sequence, infoset_depth, p)[0]
-                       for p in range(num_players)], dtype=torch.float64, device=policy.device)
+    br, top = _best_responses(tree, policy)
     on_policy = _policy_values(tree, top)
     nash_conv = float((br - on_policy).sum())
     return ExploitabilityResult(per_player=br, policy_values=on_policy, nash_conv=nash_conv,
