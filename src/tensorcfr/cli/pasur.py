@@ -38,6 +38,14 @@ def _register() -> None:
     app.command("replay")(pasur_replay.replay_command)
     app.command("solve")(pasur_solve.solve_command)
     app.command("exploitability")(pasur_cfr.exploitability_command)
+    from tensorcfr.cli import pasur_play
+
+    app.command("serve")(pasur_play.serve_command)
+    app.command("play")(pasur_play.play_command)
+    from tensorcfr.cli import pasur_selfplay
+
+    app.command("selfplay")(pasur_selfplay.selfplay_command)
+    app.command("train")(pasur_selfplay.train_command)
 
 
 _register()

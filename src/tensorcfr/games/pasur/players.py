@@ -219,7 +219,8 @@ class TablePlayer(_BatchPlayer):
         rounds = t.column("round").to_numpy().astype(np.int64)
         plies = t.column("ply").to_numpy().astype(np.int64)
         level = rounds * 8 + plies
-        self._probs = torch.as_tensor(t.column("probability").to_numpy(), dtype=torch.float64)
+        self._probs = torch.tensor(np.array(t.column("probability").to_numpy()),
+                                   dtype=torch.float64)
         if "state_key" in names:
             self.lookup = "key"
             key = t.column("state_key").to_numpy().astype(np.int64)
@@ -248,7 +249,9 @@ class TablePlayer(_BatchPlayer):
             raise CorruptFileError(f"strategy table {path} has neither state keys nor feature "
                                    "rows: it cannot be played")
 
-    def edge_probs(self, batch: DecisionBatch) -> Tensor:
+    def lookup_probs(self, batch: DecisionBatch) -> tuple[Tensor, Tensor]:
+        """The table's probability of each play (float64 [E], -1 where absent) and, per
+        position, whether the table has no (complete) rows for it (bool [positions])."""
         dev = batch.device
         if self.lookup == "features":
             rows = batch.child_features().cpu().numpy()
@@ -259,8 +262,8 @@ class TablePlayer(_BatchPlayer):
             lo, hi = int(self._level_bounds[batch.level]), int(self._level_bounds[batch.level + 1])
             keys = self._key[lo:hi].to(dev)
             if keys.numel() == 0:
-                self.misses += batch.num_positions
-                return batch.normalize(torch.ones_like(batch.edge_card, dtype=torch.float64))
+                return (torch.full_like(batch.edge_card, -1, dtype=torch.float64),
+                        torch.ones(batch.num_positions, dtype=torch.bool, device=dev))
             start = torch.searchsorted(keys, batch.parent_key)
             row = (start + batch.edge_rank).clamp(max=keys.numel() - 1)
             ok = (keys.index_select(0, start.clamp(max=keys.numel() - 1)) == batch.parent_key)
@@ -273,6 +276,10 @@ class TablePlayer(_BatchPlayer):
             extra = (nxt < keys.numel()) & (keys.index_select(
                 0, nxt.clamp(max=keys.numel() - 1)) == batch.parent_key)
             missing = batch.segment_sum(((w < 0) | extra).double()) > 0
+        return w, missing
+
+    def edge_probs(self, batch: DecisionBatch) -> Tensor:
+        w, missing = self.lookup_probs(batch)
         self.misses += int(missing.sum())
         w = torch.where(missing.index_select(0, batch.edge_position), 1.0, w.clamp(min=0))
         return batch.normalize(w)

@@ -1,0 +1,248 @@
+"""``tensorcfr pasur selfplay`` and ``tensorcfr pasur train``: players of a deal and their
+policy models.
+
+``selfplay`` plays N games of one deal between two players (``random``, ``exact``,
+``table``, ``model``; :mod:`tensorcfr.games.pasur.players`), all games at once as tensors
+(:mod:`tensorcfr.games.pasur.selfplay`), and reports the score difference (Alex minus Bob)
+with its 95% interval, Alex's win / tie / loss rates and the deal's fair value.
+
+``train`` fits an XGBoost policy model on the strategy tables of one or more DCFR run folders
+(:mod:`tensorcfr.games.pasur.policy_model`).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from tensorcfr.cli.common import console, err_console, fail, print_json
+from tensorcfr.errors import TensorCFRError
+
+
+def _check_device(device: str) -> None:
+    import torch
+
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, ValueError):
+        raise TensorCFRError(f"--device {device!r} is not a torch device (e.g. cpu, cuda)") \
+            from None
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise TensorCFRError("--device cuda: no CUDA device is available on this machine")
+
+
+def run_selfplay(deal: tuple[int, ...], alex: str, bob: str, games: int, *, sample_seed: int = 0,
+                 model: str | None = None, table: str | None = None, device: str = "cpu",
+                 threads: int = 1, records: str | None = None, num_records: int = 10,
+                 show_progress: bool = False) -> dict[str, Any]:
+    """Play ``games`` games of ``deal`` and return the JSON-ready result."""
+    from tensorcfr.games.pasur.players import PLAYER_NAMES, make_player
+    from tensorcfr.games.pasur.selfplay import play_games
+
+    for side, name in (("--alex", alex), ("--bob", bob)):
+        if name not in PLAYER_NAMES:
+            raise TensorCFRError(f"{side}: unknown player {name!r}: choose one of "
+                                 f"{', '.join(PLAYER_NAMES)}")
+    if games < 1:
+        raise TensorCFRError(f"--games must be at least 1, got {games}")
+    if num_records < 0:
+        raise TensorCFRError(f"--num-records must be at least 0, got {num_records}")
+    if records is not None and Path(records).exists() and not Path(records).is_dir():
+        raise TensorCFRError(f"--records {records} exists and is not a folder")
+    _check_device(device)
+    t0 = time.perf_counter()
+    made: dict[str, Any] = {}
+    for name in {alex, bob}:
+        made[name] = make_player(name, deal, model=model, table=table, device=device,
+                                 threads=threads)
+    setup_seconds = time.perf_counter() - t0
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn(f"{games:,} games"), BarColumn(), TextColumn("play {task.completed}/48"),
+                  TimeElapsedColumn(), console=err_console, transient=True,
+                  disable=not show_progress) as bar:
+        task = bar.add_task("play", total=48)
+        result = play_games(deal, made[alex], made[bob], games, sample_seed=sample_seed,
+                            device=device, records=records is not None,
+                            progress=lambda done: bar.update(task, completed=done))
+    summary = result.summary()
+    exact_value = next((p.value for p in made.values() if hasattr(p, "value")), None)
+    out: dict[str, Any] = {
+        "deal": list(deal), "alex": alex, "bob": bob, **summary,
+        "exact_value": exact_value, "sample_seed": sample_seed,
+        "seconds": result.seconds, "setup_seconds": setup_seconds,
+        "games_per_second": games / result.seconds if result.seconds > 0 else None,
+        "threads": threads, "device": device,
+    }
+    misses = {n: p.misses for n, p in made.items() if hasattr(p, "misses")}
+    if misses:
+        out["table_positions_without_rows"] = misses["table"]
+    if records is not None:
+        from tensorcfr.utils.io import write_json_atomic
+
+        folder = Path(records)
+        count = min(num_records, games)
+        for game in range(count):
+            record = result.record(game)
+            record["source"] = (f"tensorcfr pasur selfplay: {alex} (Alex) vs {bob} (Bob), "
+                                f"sample seed {sample_seed}, game {game}")
+            write_json_atomic(folder / f"game_{game:05d}.json", record, indent=None)
+        out["records"] = str(folder)
+        out["records_written"] = count
+    return out
+
+
+def _print_result(result: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    from tensorcfr.games.pasur.cards import cards_str
+
+    console.print(f"deal     {cards_str(result['deal'])}", highlight=False, soft_wrap=True)
+    table = Table(title=f"{result['alex']} (Alex) vs {result['bob']} (Bob), "
+                        f"{result['games']:,} games", title_justify="left")
+    for name in ("measure", "value"):
+        table.add_column(name, justify="left" if name == "measure" else "right")
+    lo, hi = result["ci95"]
+    table.add_row("mean diff (Alex - Bob)", f"{result['mean_diff']:+.3f}")
+    table.add_row("95% interval", f"[{lo:+.3f}, {hi:+.3f}]")
+    table.add_row("min / max diff", f"{result['min_diff']:+d} / {result['max_diff']:+d}")
+    table.add_row("Alex wins / ties / Bob wins",
+                  f"{result['alex_win_rate']:.3f} / {result['tie_rate']:.3f} / "
+                  f"{result['bob_win_rate']:.3f}")
+    table.add_row("fair value (P(win) + P(tie)/2)", f"{result['fair_value']:.3f}")
+    if result.get("exact_value") is not None:
+        table.add_row("exact value", f"{result['exact_value']:+d}")
+    console.print(table)
+    console.print(f"{result['games']:,} games in {result['seconds']:.2f} s "
+                  f"({result['games_per_second']:,.0f} games/s; setup "
+                  f"{result['setup_seconds']:.2f} s), {result['threads']} thread(s), device "
+                  f"{result['device']}", highlight=False, soft_wrap=True)
+    if "records" in result:
+        console.print(f"wrote {result['records_written']} game records to {result['records']}/",
+                      highlight=False, soft_wrap=True)
+
+
+def selfplay_command(
+    deal: Optional[str] = typer.Option(None, "--deal", help="52 card codes, pool first."),
+    deal_file: Optional[str] = typer.Option(None, "--deal-file", help="A file with the deal: "
+                                            "a JSON list of 52 card indices or 52 card codes."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Play the seeded random deal "
+                                       "(as in `pasur solve`)."),
+    alex: str = typer.Option(..., "--alex", help="Alex's player: random, exact, table, model."),
+    bob: str = typer.Option(..., "--bob", help="Bob's player: random, exact, table, model."),
+    games: int = typer.Option(1000, "--games", help="Number of games, all played at once."),
+    sample_seed: int = typer.Option(0, "--sample-seed", help="Seed of the sampling."),
+    model: Optional[str] = typer.Option(None, "--model", help="Policy model folder "
+                                        "(`pasur train --out`) for the model player."),
+    table: Optional[str] = typer.Option(None, "--table", help="DCFR run folder (`pasur solve "
+                                        "--method dcfr --out`) for the table player."),
+    records: Optional[str] = typer.Option(None, "--records", help="Folder for game records "
+                                          "(JSON, the `pasur replay` format)."),
+    num_records: int = typer.Option(10, "--num-records", help="With --records: how many "
+                                    "games to write (the first ones)."),
+    device: str = typer.Option("cpu", "--device", help="Torch device (cpu, cuda, ...)."),
+    threads: Optional[int] = typer.Option(None, "--threads", help="Torch and XGBoost threads "
+                                          "(default 1)."),
+    json_out: bool = typer.Option(False, "--json", help="Print one JSON object instead of text."),
+) -> None:
+    """Self-play N games of one deal between two players; score difference, win rates,
+    fair value."""
+    from tensorcfr.cli.pasur_solve import choose_deal
+    from tensorcfr.utils.resources import set_threads
+
+    try:
+        the_deal = choose_deal(deal, deal_file, seed)
+        n_threads = set_threads(threads)
+        result = run_selfplay(the_deal, alex, bob, games, sample_seed=sample_seed, model=model,
+                              table=table, device=device, threads=n_threads, records=records,
+                              num_records=num_records,
+                              show_progress=not json_out and err_console.is_terminal)
+        result["seed"] = seed
+    except TensorCFRError as exc:
+        fail(str(exc), exc.exit_code)
+        return
+    if json_out:
+        print_json(result)
+    else:
+        _print_result(result)
+
+
+def train_command(
+    runs: list[str] = typer.Argument(..., help="DCFR run folders (`pasur solve --method dcfr "
+                                     "--out DIR`) to train on: one for a per-deal model, "
+                                     "several for one model across decks."),
+    out: str = typer.Option(..., "--out", help="Folder for the model (policy.ubj + "
+                            "manifest.json)."),
+    games: int = typer.Option(2000, "--games", help="Dag-mode tables: self-play games sampled "
+                              "per table to collect positions."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the sampling and of the data split."),
+    max_depth: int = typer.Option(12, "--max-depth", help="XGBoost max_depth."),
+    eta: float = typer.Option(0.3, "--eta", help="XGBoost learning rate."),
+    gamma: float = typer.Option(1.0, "--gamma", help="XGBoost gamma (min split loss)."),
+    rounds: int = typer.Option(1000, "--rounds", help="Most boosting rounds (early stopping "
+                               "after 50 without improvement)."),
+    threads: Optional[int] = typer.Option(None, "--threads", help="XGBoost and torch threads "
+                                          "(default 1)."),
+    json_out: bool = typer.Option(False, "--json", help="Print one JSON object instead of text."),
+) -> None:
+    """Train an XGBoost policy model (100 * sigma from the 58-column infoset row) on strategy
+    tables; held-out RMSE."""
+    from tensorcfr.utils.resources import set_threads
+
+    try:
+        n_threads = set_threads(threads)
+        if max_depth < 1:
+            raise TensorCFRError(f"--max-depth must be at least 1, got {max_depth}")
+        if not eta > 0:
+            raise TensorCFRError(f"--eta must be positive, got {eta}")
+        if not gamma >= 0:
+            raise TensorCFRError(f"--gamma must be at least 0, got {gamma}")
+        from tensorcfr.games.pasur.policy_model import train_policy_model
+
+        show = not json_out and err_console.is_terminal
+        with err_console.status("training", spinner="dots") if show else _nothing() as status:
+            manifest = train_policy_model(
+                runs, out, games=games, seed=seed, rounds=rounds, threads=n_threads,
+                params={"max_depth": max_depth, "eta": eta, "gamma": gamma},
+                progress=(lambda text: status.update(text)) if show else None)
+    except TensorCFRError as exc:
+        fail(str(exc), exc.exit_code)
+        return
+    result = {"out": out, "deals": len(manifest["deals"]), "rows": manifest["rows"],
+              "rmse": manifest["rmse"], "rounds": manifest["rounds"],
+              "params": manifest["params"], "seconds": manifest["seconds"],
+              "predict_rows_per_second": manifest["predict_rows_per_second"],
+              "threads": n_threads}
+    if json_out:
+        print_json(result)
+        return
+    rows = manifest["rows"]
+    console.print(f"trained on {result['deals']} deal(s): {rows['total']:,} rows "
+                  f"({rows['train']:,} train, {rows['validation']:,} early-stopping validation, "
+                  f"{rows['test']:,} held-out test)", highlight=False, soft_wrap=True)
+    console.print(f"RMSE of 100*sigma: held-out test {manifest['rmse']['test']:.3f}, train "
+                  f"{manifest['rmse']['train']:.3f}; {manifest['rounds']} rounds; "
+                  f"{manifest['seconds']['train']:.1f} s training, "
+                  f"{manifest['seconds']['total']:.1f} s in all, {n_threads} thread(s)",
+                  highlight=False, soft_wrap=True)
+    console.print(f"wrote {out}/policy.ubj and {out}/manifest.json", highlight=False,
+                  soft_wrap=True)
+
+
+class _nothing:
+    """A do-nothing context manager standing in for a status spinner."""
+
+    def __enter__(self) -> "_nothing":
+        return self
+
+    def __exit__(self, *args: Any) -> None:
+        return None
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+__all__ = ["run_selfplay", "selfplay_command", "train_command"]
