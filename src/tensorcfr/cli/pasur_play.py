@@ -1,0 +1,154 @@
+"""``tensorcfr pasur serve`` (the web page) and ``tensorcfr pasur play`` (the terminal game).
+
+Both play open-hands Pasur against an AI (exact, random, and with ``--table DIR`` /
+``--model DIR`` the strategy table and the learned model), with hints, undo and an exact
+end-of-game analysis. fastapi and uvicorn are imported only when ``serve`` runs.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from tensorcfr.cli.common import console, err_console, fail
+from tensorcfr.errors import TensorCFRError
+
+AI_CHOICES = ("exact", "model", "table", "random")
+
+
+def _check_folder(option: str, path: Optional[str]) -> Optional[str]:
+    if path is None:
+        return None
+    if not Path(path).is_dir():
+        raise TensorCFRError(f"{option} {path}: no such folder")
+    return str(Path(path).resolve())
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def serve_command(
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (default: this "
+                             "machine only; 0.0.0.0 opens it to the network)."),
+    port: int = typer.Option(8000, "--port", help="TCP port (1-65535)."),
+    table: Optional[str] = typer.Option(None, "--table", help="A DCFR run folder "
+                                        "(pasur solve --method dcfr --out DIR): offers the "
+                                        "table AI."),
+    model: Optional[str] = typer.Option(None, "--model", help="An XGBoost model folder: offers "
+                                        "the model AI."),
+    max_games: int = typer.Option(256, "--max-games", help="Games held at once (the least "
+                                  "recently used goes first)."),
+    ttl_minutes: float = typer.Option(120.0, "--ttl-minutes", help="A game idle this long "
+                                      "expires."),
+    cache_size: int = typer.Option(8, "--cache-size", help="Exact solutions kept in memory "
+                                   "(5-60 MiB each)."),
+    threads: Optional[int] = typer.Option(None, "--threads", help="Torch threads (default 1)."),
+    device: str = typer.Option("cpu", "--device", help="Torch device of the solver and model."),
+) -> None:
+    """Serve the Pasur page: play open-hands Pasur against the AI in a browser."""
+    from tensorcfr.utils.resources import set_threads
+
+    try:
+        if not 1 <= port <= 65535:
+            raise TensorCFRError(f"--port must be 1..65535, got {port}")
+        if max_games < 1:
+            raise TensorCFRError(f"--max-games must be at least 1, got {max_games}")
+        if cache_size < 1:
+            raise TensorCFRError(f"--cache-size must be at least 1, got {cache_size}")
+        if not ttl_minutes > 0:
+            raise TensorCFRError(f"--ttl-minutes must be positive, got {ttl_minutes}")
+        table_dir = _check_folder("--table", table)
+        model_dir = _check_folder("--model", model)
+        n_threads = set_threads(threads)
+        import uvicorn
+
+        from tensorcfr.play.server import create_app
+
+        app = create_app(table=table_dir, model=model_dir, max_games=max_games,
+                         ttl_seconds=ttl_minutes * 60, cache_size=cache_size, device=device)
+    except TensorCFRError as exc:
+        fail(str(exc), exc.exit_code)
+        return
+    shown = f"[{host}]" if ":" in host else host
+    url = f"http://{shown}:{port}/"
+    ais = "exact, random" + (", table" if table_dir else "") + (", model" if model_dir else "")
+    console.print(f"Pasur: open [bold]{url}[/] in a browser (AIs: {ais}; {n_threads} torch "
+                  "thread(s); Ctrl+C stops)", highlight=False, soft_wrap=True)
+    if not _is_loopback(host):
+        err_console.print(f"[yellow]warning:[/] listening on {host}: anyone who can reach this "
+                          "machine can use the server", highlight=False)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False)
+    server = uvicorn.Server(config)
+    try:
+        server.run()
+    except OSError as exc:  # pragma: no cover - e.g. the port is taken
+        fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
+    if not server.started:
+        fail(f"cannot listen on {host}:{port} (is the port already in use?)")
+
+
+def play_command(
+    seed: Optional[int] = typer.Option(None, "--seed", help="Play the seeded random deal."),
+    deal: Optional[str] = typer.Option(None, "--deal", help="52 card codes, pool first."),
+    deal_file: Optional[str] = typer.Option(None, "--deal-file", help="A file with the deal: "
+                                            "a JSON list of 52 card indices or 52 card codes."),
+    seat: str = typer.Option("alex", "--as", help="Your seat: alex (plays first) or bob."),
+    ai: str = typer.Option("exact", "--ai", help="The opponent: exact, model, table or random."),
+    table: Optional[str] = typer.Option(None, "--table", help="A DCFR run folder, for --ai table."),
+    model: Optional[str] = typer.Option(None, "--model", help="An XGBoost model folder, for "
+                                        "--ai model."),
+    ai_seed: int = typer.Option(0, "--ai-seed", help="Seed of the AI's random draws."),
+    record: Optional[str] = typer.Option(None, "--record", help="Save the finished game's "
+                                         "record (JSON) to this file."),
+    threads: Optional[int] = typer.Option(None, "--threads", help="Torch threads (default 1)."),
+    device: str = typer.Option("cpu", "--device", help="Torch device of the solver and model."),
+) -> None:
+    """Play open-hands Pasur against the AI in the terminal (hint, undo, quit)."""
+    import random as _random
+
+    from tensorcfr.cli.pasur_solve import choose_deal
+    from tensorcfr.games.pasur.rules import random_deal
+    from tensorcfr.play.session import GameSession, SolutionCache, seat_index
+    from tensorcfr.play.terminal import TerminalGame
+    from tensorcfr.utils.resources import set_threads
+
+    try:
+        if ai not in AI_CHOICES:
+            raise TensorCFRError(f"--ai must be one of {', '.join(AI_CHOICES)}, got {ai!r}")
+        if seat.strip().lower() not in ("alex", "bob"):
+            raise TensorCFRError(f"--as must be alex or bob, got {seat!r}")
+        if ai == "table" and table is None:
+            raise TensorCFRError("--ai table needs --table DIR (a folder written by "
+                                 "`tensorcfr pasur solve --method dcfr --out DIR`)")
+        if ai == "model" and model is None:
+            raise TensorCFRError("--ai model needs --model DIR")
+        if record is not None and Path(record).is_dir():
+            raise TensorCFRError(f"--record {record} is a folder; give a file name")
+        table_dir = _check_folder("--table", table)
+        model_dir = _check_folder("--model", model)
+        if seed is None and deal is None and deal_file is None:
+            seed = _random.SystemRandom().randrange(1_000_000)
+            the_deal = random_deal(seed)
+        else:
+            the_deal = choose_deal(deal, deal_file, seed)
+        set_threads(threads)
+        solutions = SolutionCache(max_size=1, device=device)
+        session = GameSession(the_deal, seat_index(seat), ai, solutions=solutions,
+                              ai_seed=ai_seed, seed=seed, table=table_dir, model=model_dir,
+                              device=device)
+        solutions.prefetch(session.deal)
+        if seed is not None:
+            console.print(f"deal seed {seed}", highlight=False)
+        TerminalGame(session, console, record_path=record).run()
+    except TensorCFRError as exc:
+        fail(str(exc), exc.exit_code)
+        return

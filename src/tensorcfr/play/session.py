@@ -1,0 +1,648 @@
+"""A game of Pasur between a human and an AI, independent of any user interface.
+
+A :class:`GameSession` holds the deal, the human's seat, the AI player, the list of positions
+so far (undo pops back to the human's previous decision), and answers the questions a player
+asks: the legal plays, hints (every legal play with its exact value and the points it loses
+against the best play), and after the game the analysis (final score and breakdown, the deal's
+exact value, each play marked with the points it cost). A finished game exports to the
+project's game record format; an imported record becomes a finished session to step through
+with the same analysis.
+
+Exact values come from :func:`tensorcfr.games.pasur.exact.solve_exact` through a
+:class:`SolutionCache` (a bounded LRU shared by all sessions; one solve per deal even when
+several threads ask at once).
+
+What a client may see is built by :meth:`GameSession.view` only. The game as solved is
+open-hands (double-dummy): both hands are shown. ``visibility="hidden"`` already builds the
+view of a future hidden-hand mode (the other hand as a count, no deal, no exact values) so a
+server can never send a client cards it may not see.
+
+All values are points, Alex's minus Bob's in the engine; hints and costs are turned to the
+side of the player concerned (positive = good for that player).
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections import OrderedDict
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Protocol, Sequence
+
+from tensorcfr.errors import InvalidRecordError, TensorCFRError
+from tensorcfr.games.pasur.cards import card_code
+from tensorcfr.games.pasur.records import GameRecord, parse_record, replay_record
+from tensorcfr.games.pasur.rules import (
+    NUM_PLAYS,
+    PLAYERS,
+    Action,
+    GameState,
+    apply_action,
+    illegal_reason,
+    initial_state,
+    legal_actions,
+    score,
+    validate_deal,
+)
+
+__all__ = [
+    "AI_NAMES",
+    "GameSession",
+    "IllegalMoveError",
+    "PlayerCache",
+    "SolutionCache",
+    "VISIBILITIES",
+    "make_ai",
+    "seat_index",
+]
+
+AI_NAMES = ("exact", "random", "table", "model")
+"""Every AI a game can be played against (``exact`` and ``random`` need nothing else)."""
+VISIBILITIES = ("open", "hidden")
+
+
+class IllegalMoveError(TensorCFRError):
+    """A play or command the game cannot accept now; the message is one sentence."""
+
+
+class PlayerLike(Protocol):
+    """The players interface of :mod:`tensorcfr.games.pasur.players`."""
+
+    def action_probs(self, states: Sequence[GameState]) -> list[list[tuple[Action, float]]]:
+        ...
+
+
+def seat_index(seat: str | int) -> int:
+    """0 (Alex) or 1 (Bob) from ``"alex"``, ``"Bob"``, 0 or 1."""
+    if isinstance(seat, int) and not isinstance(seat, bool) and seat in (0, 1):
+        return seat
+    if isinstance(seat, str):
+        low = seat.strip().lower()
+        for i, name in enumerate(PLAYERS):
+            if low == name.lower():
+                return i
+    raise TensorCFRError(f"a seat is alex or bob, got {seat!r}")
+
+
+def action_json(action: Action) -> dict[str, Any]:
+    """``{"card", "captured", "notation"}`` of an action (card indices)."""
+    return {"card": int(action.card), "captured": [int(c) for c in action.captured],
+            "notation": action.notation()}
+
+
+# --------------------------------------------------------------------------- exact solutions
+
+class SolutionCache:
+    """A bounded, thread-safe LRU of exact solutions by deal.
+
+    ``get(deal)`` solves on a miss; concurrent requests for the same deal wait for one solve.
+    ``prefetch(deal)`` starts that solve in a background thread and returns at once. A
+    solution holds its whole state graph (about 5-60 MiB on random deals), so ``max_size``
+    bounds the memory.
+    """
+
+    def __init__(self, max_size: int = 8, device: str = "cpu",
+                 solver: Callable[[tuple[int, ...]], Any] | None = None) -> None:
+        if max_size < 1:
+            raise ValueError("max_size must be at least 1")
+        self.max_size = max_size
+        self.device = device
+        self._solver = solver
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[tuple[int, ...], Future[Any]] = OrderedDict()
+        self.solves = 0  # number of solves run (tests and benchmarks read it)
+
+    def _solve(self, deal: tuple[int, ...]) -> Any:
+        if self._solver is not None:
+            return self._solver(deal)
+        from tensorcfr.games.pasur.exact import solve_exact
+
+        return solve_exact(deal, device=self.device)
+
+    def _entry(self, deal: tuple[int, ...]) -> tuple[Future[Any], bool]:
+        """The future of ``deal``'s solution and whether this caller must run the solve."""
+        with self._lock:
+            fut = self._entries.get(deal)
+            if fut is not None:
+                self._entries.move_to_end(deal)
+                return fut, False
+            fut = Future()
+            self._entries[deal] = fut
+            while len(self._entries) > self.max_size:
+                self._entries.popitem(last=False)
+            return fut, True
+
+    def _run(self, deal: tuple[int, ...], fut: Future[Any]) -> None:
+        if not fut.set_running_or_notify_cancel():  # pragma: no cover - never cancelled
+            return
+        try:
+            self.solves += 1
+            fut.set_result(self._solve(deal))
+        except BaseException as exc:  # noqa: BLE001 - handed to every waiter
+            with self._lock:
+                if self._entries.get(deal) is fut:
+                    del self._entries[deal]
+            fut.set_exception(exc)
+
+    def get(self, deal: Sequence[int]) -> Any:
+        """The exact solution of ``deal`` (solved now if it is not cached)."""
+        key = tuple(int(c) for c in deal)
+        fut, mine = self._entry(key)
+        if mine:
+            self._run(key, fut)
+        return fut.result()
+
+    def prefetch(self, deal: Sequence[int]) -> None:
+        """Start solving ``deal`` in a background thread unless it is cached or under way."""
+        key = tuple(int(c) for c in deal)
+        fut, mine = self._entry(key)
+        if mine:
+            threading.Thread(target=self._run, args=(key, fut), daemon=True,
+                             name="pasur-solve").start()
+
+    def is_ready(self, deal: Sequence[int]) -> bool:
+        """Whether ``deal``'s solution is cached and finished (no wait)."""
+        with self._lock:
+            fut = self._entries.get(tuple(int(c) for c in deal))
+        return fut is not None and fut.done() and fut.exception() is None
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+# --------------------------------------------------------------------------- AI players
+
+class _ExactAI:
+    """The exact AI over the shared :class:`SolutionCache`.
+
+    ``players.make_player("exact", deal, solution=...)`` is built on the first question, from
+    the cached solution (so a game starts at once, hints and the AI share one solve, and the
+    page can show a spinner while that solve runs).
+    """
+
+    name = "exact"
+
+    def __init__(self, deal: tuple[int, ...], solutions: SolutionCache, device: str) -> None:
+        self.deal = deal
+        self.solutions = solutions
+        self.device = device
+        self._player: Any = None
+
+    def action_probs(self, states: Sequence[GameState]) -> list[list[tuple[Action, float]]]:
+        if self._player is None:
+            from tensorcfr.games.pasur.players import make_player
+
+            self._player = make_player("exact", self.deal, device=self.device,
+                                       solution=self.solutions.get(self.deal))
+        return self._player.action_probs(states)
+
+
+class _UniformPlayer:
+    """Uniform over the legal plays (a placeholder for imported records: nobody plays)."""
+
+    name = "random"
+
+    def action_probs(self, states: Sequence[GameState]) -> list[list[tuple[Action, float]]]:
+        out = []
+        for state in states:
+            actions = legal_actions(state)
+            out.append([(a, 1.0 / len(actions)) for a in actions])
+        return out
+
+
+class PlayerCache:
+    """A small thread-safe LRU of loaded ``table`` / ``model`` players by (name, deal):
+    loading a strategy table or a model takes a while, games of one deal share it."""
+
+    def __init__(self, max_size: int = 4) -> None:
+        self.max_size = max_size
+        self._lock = threading.Lock()
+        self._players: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+
+    def get(self, key: tuple[Any, ...], build: Callable[[], Any]) -> Any:
+        with self._lock:
+            if key in self._players:
+                self._players.move_to_end(key)
+                return self._players[key]
+        player = build()
+        with self._lock:
+            self._players[key] = player
+            while len(self._players) > self.max_size:
+                self._players.popitem(last=False)
+        return player
+
+
+def make_ai(name: str, deal: Sequence[int], *, solutions: SolutionCache,
+            model: str | None = None, table: str | None = None,
+            device: str = "cpu", players: PlayerCache | None = None) -> PlayerLike:
+    """The AI player ``name`` for ``deal`` (:func:`tensorcfr.games.pasur.players.make_player`).
+
+    ``exact`` plays uniformly among the optimal plays of the deal's cached exact solution;
+    ``random`` uniformly; ``table`` needs a solved run folder of this deal (``tensorcfr pasur
+    solve --method dcfr --out DIR``), ``model`` an XGBoost model folder. Raises
+    :class:`TensorCFRError` (one line) for an unknown name or a missing/unsuitable file.
+    """
+    from tensorcfr.games.pasur.players import make_player
+
+    deal = tuple(int(c) for c in deal)
+    if name not in AI_NAMES:
+        raise TensorCFRError(f"unknown AI {name!r}: choose one of {', '.join(AI_NAMES)}")
+    if name == "exact":
+        return _ExactAI(deal, solutions, device)
+    if name == "random":
+        return make_player("random", deal, device=device)
+    if name == "table" and table is None:
+        raise TensorCFRError("the table AI needs a strategy table: start with --table DIR "
+                             "(a folder written by `tensorcfr pasur solve --method dcfr --out DIR`)")
+    if name == "model" and model is None:
+        raise TensorCFRError("the model AI needs a model: start with --model DIR")
+
+    def build() -> Any:
+        return make_player(name, deal, model=model, table=table, device=device)
+
+    if players is None:
+        return build()
+    return players.get((name, deal, model, table, device), build)
+
+
+def sample_action(probs: Sequence[tuple[Action, float]], rng: random.Random) -> Action:
+    """Draw one action from ``(action, probability)`` pairs with ``rng``."""
+    total = sum(max(p, 0.0) for _, p in probs)
+    if not probs:
+        raise ValueError("no action to sample from")
+    if total <= 0:
+        return probs[rng.randrange(len(probs))][0]
+    x = rng.random() * total
+    acc = 0.0
+    for action, p in probs:
+        acc += max(p, 0.0)
+        if x < acc:
+            return action
+    return probs[-1][0]
+
+
+# --------------------------------------------------------------------------- the session
+
+@dataclass(frozen=True)
+class PlayInfo:
+    """One play of the game as shown in the history: who, what, and the points it scored."""
+
+    number: int
+    player: int
+    by: str  # "human", "ai" or "record"
+    action: Action
+    points: int  # the mover's points from this play (cards taken, Sur, clubs bonus, cleanup)
+    sur: bool
+    cleanup: tuple[int, ...]  # pool cards taken at the end of the game by the last capturer
+    cleanup_to: int | None
+
+    def as_dict(self) -> dict[str, Any]:
+        out = {"number": self.number, "player": PLAYERS[self.player], "by": self.by,
+               **action_json(self.action), "points": self.points, "sur": self.sur}
+        if self.cleanup:
+            out["cleanup"] = list(self.cleanup)
+            out["cleanup_to"] = PLAYERS[self.cleanup_to] if self.cleanup_to is not None else None
+        return out
+
+
+def _play_info(before: GameState, after: GameState, by: str) -> PlayInfo:
+    action = after.history[-1]
+    p = before.player
+    totals_before = [s.total for s in score(before)]
+    totals_after = [s.total for s in score(after)]
+    cleanup: tuple[int, ...] = ()
+    cleanup_to = None
+    if after.is_terminal and after.last_capturer is not None:
+        pool_left = [c for c in before.pool if c not in action.captured]
+        if action.is_lay:
+            pool_left.append(action.card)
+        cleanup = tuple(sorted(pool_left))
+        cleanup_to = after.last_capturer if cleanup else None
+    return PlayInfo(number=before.play_index, player=p, by=by, action=action,
+                    points=totals_after[p] - totals_before[p],
+                    sur=after.surs[p] > before.surs[p], cleanup=cleanup, cleanup_to=cleanup_to)
+
+
+class GameSession:
+    """One game: a deal, the human's seat, an AI, and the positions played so far.
+
+    Args:
+        deal: 52 card indices (validated).
+        human: the human's seat, ``"alex"``/``"bob"`` or 0/1.
+        ai: the AI's name (see :data:`AI_NAMES`); ``player`` overrides the player object.
+        solutions: the shared :class:`SolutionCache` (hints, analysis, the exact AI).
+        ai_seed: seed of the AI's random draws (same seed and same plays, same game).
+        seed: the seed of the deal when it is a seeded random deal (shown, recorded).
+    """
+
+    def __init__(self, deal: Sequence[int], human: str | int = "alex", ai: str = "exact", *,
+                 solutions: SolutionCache | None = None, player: PlayerLike | None = None,
+                 ai_seed: int | None = 0, seed: int | None = None, model: str | None = None,
+                 table: str | None = None, device: str = "cpu",
+                 players: PlayerCache | None = None) -> None:
+        self.deal = validate_deal(deal)
+        self.human = seat_index(human)
+        self.ai_name = ai
+        self.seed = seed
+        self.solutions = solutions if solutions is not None else SolutionCache()
+        self.player = player if player is not None else make_ai(
+            ai, self.deal, solutions=self.solutions, model=model, table=table, device=device,
+            players=players)
+        self.rng = random.Random(ai_seed)
+        self.states: list[GameState] = [initial_state(self.deal)]
+        self.plays: list[PlayInfo] = []
+        self.imported = False
+
+    # ----------------------------------------------------------------- construction
+
+    @classmethod
+    def from_record(cls, obj: Any, *, solutions: SolutionCache | None = None) -> "GameSession":
+        """A finished session from a game record (the decoded JSON object) to step through.
+
+        The record must be valid and every play legal (:class:`InvalidRecordError` otherwise,
+        one line). A ``"human"`` key (``"Alex"``/``"Bob"``, as exported here) marks whose plays
+        the analysis is about; without it both sides' plays are analysed alike.
+        """
+        record = parse_record(obj)
+        result = replay_record(record)
+        if not result.legal:
+            assert result.illegal_play is not None
+            raise InvalidRecordError(f"illegal record: {result.illegal_play.message()}")
+        human_raw = obj.get("human") if isinstance(obj, dict) else None
+        try:
+            human = seat_index(human_raw) if human_raw is not None else 0
+        except TensorCFRError:
+            human = 0
+        ai_raw = obj.get("ai") if isinstance(obj, dict) else None
+        session = cls(record.deal, human, "random", solutions=solutions, player=_UniformPlayer())
+        session.ai_name = ai_raw if isinstance(ai_raw, str) and ai_raw in AI_NAMES else None
+        session.imported = True
+        session.human_known = human_raw is not None
+        for action in record.plays:
+            session._apply(action, "record")
+        return session
+
+    human_known = True
+
+    # ----------------------------------------------------------------- state
+
+    @property
+    def state(self) -> GameState:
+        """The current position."""
+        return self.states[-1]
+
+    @property
+    def ai_seat(self) -> int:
+        return 1 - self.human
+
+    @property
+    def over(self) -> bool:
+        return self.state.is_terminal
+
+    @property
+    def human_to_move(self) -> bool:
+        return not self.over and self.state.player == self.human
+
+    @property
+    def ai_to_move(self) -> bool:
+        return not self.over and self.state.player == self.ai_seat and not self.imported
+
+    def legal(self) -> list[Action]:
+        """The legal plays of the player to move, in :func:`legal_actions` order."""
+        return legal_actions(self.state)
+
+    def _apply(self, action: Action, by: str) -> PlayInfo:
+        before = self.state
+        after = apply_action(before, action)
+        info = _play_info(before, after, by)
+        self.states.append(after)
+        self.plays.append(info)
+        return info
+
+    # ----------------------------------------------------------------- moves
+
+    def play(self, action: Action | Mapping[str, Any]) -> PlayInfo:
+        """The human's play. Raises :class:`IllegalMoveError` with the rules' reason."""
+        if self.imported:
+            raise IllegalMoveError("this game was loaded from a record; start a new game to play")
+        if self.over:
+            raise IllegalMoveError("the game is over")
+        if self.state.player != self.human:
+            raise IllegalMoveError(f"it is {PLAYERS[self.state.player]}'s turn (the AI's)")
+        if not isinstance(action, Action):
+            action = Action(int(action["card"]), tuple(sorted(int(c) for c in action["captured"])))
+        action = Action(action.card, tuple(sorted(action.captured)))
+        reason = illegal_reason(self.state, action)
+        if reason is not None:
+            raise IllegalMoveError(reason)
+        return self._apply(action, "human")
+
+    def ai_probs(self) -> list[tuple[Action, float]]:
+        """The AI's probabilities over the legal plays of the position (its turn)."""
+        return self.player.action_probs([self.state])[0]
+
+    def ai_play(self) -> PlayInfo:
+        """The AI's next play, drawn from its probabilities with the session's RNG."""
+        if not self.ai_to_move:
+            raise IllegalMoveError("it is not the AI's turn" if not self.over
+                                   else "the game is over")
+        action = sample_action(self.ai_probs(), self.rng)
+        return self._apply(action, "ai")
+
+    def advance(self) -> list[PlayInfo]:
+        """Let the AI play until it is the human's turn or the game is over."""
+        out = []
+        while self.ai_to_move:
+            out.append(self.ai_play())
+        return out
+
+    @property
+    def can_undo(self) -> bool:
+        return not self.imported and any(p.by == "human" for p in self.plays)
+
+    def undo(self) -> int:
+        """Take back the human's last play and the AI's plays after it; returns plays undone."""
+        if not self.can_undo:
+            raise IllegalMoveError("there is no play of yours to take back")
+        undone = 0
+        while self.plays:
+            info = self.plays.pop()
+            self.states.pop()
+            undone += 1
+            if info.by == "human":
+                break
+        return undone
+
+    # ----------------------------------------------------------------- exact values
+
+    def solution_ready(self) -> bool:
+        return self.solutions.is_ready(self.deal)
+
+    def hints(self, at: int | None = None) -> list[dict[str, Any]]:
+        """Every legal play at position ``at`` (default: now) with its exact value.
+
+        ``value`` is the final point difference for the player to move (their points minus
+        the other's) if that play is made and both play optimally afterwards; ``loss`` is
+        the points it gives away against the best play (0 for every optimal play).
+        """
+        state = self._state_at(at)
+        if state.is_terminal:
+            raise IllegalMoveError("the game is over: no plays to hint")
+        values = self.solutions.get(self.deal).action_values(state)
+        sign = 1 if state.player == 0 else -1
+        best = max(sign * v for _, v in values)
+        return [{**action_json(a), "value": sign * v, "loss": best - sign * v,
+                 "best": sign * v == best} for a, v in values]
+
+    def _state_at(self, at: int | None) -> GameState:
+        if at is None:
+            return self.state
+        if not 0 <= at < len(self.states):
+            raise IllegalMoveError(f"position {at} does not exist (0..{len(self.states) - 1})")
+        return self.states[at]
+
+    def analysis(self) -> dict[str, Any]:
+        """The end-of-game analysis (also for an unfinished game: the plays so far).
+
+        Keys: ``final`` (both score breakdowns and ``utility``, Alex minus Bob),
+        ``exact_value`` (the deal's value under optimal play, Alex minus Bob), ``human`` and,
+        from the human's side, ``human_result`` and ``human_exact``; ``human_cost`` and
+        ``ai_cost`` (points given away by each side against optimal play) and ``plays``: one
+        row per play with its ``cost`` for its mover (0 = an optimal play), the
+        ``best`` plays there and their ``best_value`` (mover's side). Identity:
+        ``utility = exact_value - alex_cost + bob_cost``.
+        """
+        solution = self.solutions.get(self.deal)
+        rows = []
+        costs = [0, 0]
+        for info, state in zip(self.plays, self.states):
+            values = solution.action_values(state)
+            sign = 1 if state.player == 0 else -1
+            best = max(sign * v for _, v in values)
+            played = next(sign * v for a, v in values if a == info.action)
+            cost = best - played
+            costs[info.player] += cost
+            rows.append({**info.as_dict(), "cost": cost, "value": played,
+                         "best_value": best, "alternatives": len(values),
+                         "best": [a.notation() for a, v in values if sign * v == best]})
+        alex, bob = score(self.state)
+        sign_h = 1 if self.human == 0 else -1
+        utility = alex.total - bob.total
+        return {
+            "over": self.over,
+            "final": {"Alex": alex.as_dict(), "Bob": bob.as_dict(), "utility": utility},
+            "exact_value": int(solution.value),
+            "human": PLAYERS[self.human] if self.human_known else None,
+            "human_result": sign_h * utility,
+            "human_exact": sign_h * int(solution.value),
+            "human_cost": costs[self.human],
+            "ai_cost": costs[self.ai_seat],
+            "cost": {"Alex": costs[0], "Bob": costs[1]},
+            "plays": rows,
+        }
+
+    # ----------------------------------------------------------------- records
+
+    def record(self) -> GameRecord:
+        """The game record of the finished game (:class:`InvalidRecordError` if unfinished)."""
+        if not self.over:
+            raise IllegalMoveError(
+                f"the game is not finished ({len(self.plays)} of {NUM_PLAYS} plays): a record "
+                "holds all 48 plays")
+        return GameRecord(deal=self.deal, plays=tuple(p.action for p in self.plays))
+
+    def record_json(self) -> dict[str, Any]:
+        """The record as JSON (the project's format) with ``source``, ``human``, ``ai`` and the
+        ``notation`` of each play added (extra keys the format allows)."""
+        from tensorcfr.games.pasur.records import record_to_json
+
+        obj = record_to_json(self.record())
+        for play, info in zip(obj["plays"], self.plays):
+            play["notation"] = info.action.notation()
+        obj["source"] = "tensorcfr pasur play"
+        if self.human_known:
+            obj["human"] = PLAYERS[self.human]
+        if self.ai_name:
+            obj["ai"] = self.ai_name
+        if self.seed is not None:
+            obj["seed"] = self.seed
+        return obj
+
+    def record_text(self) -> str:
+        """:meth:`record_json` as readable JSON text, one play per line (what files hold)."""
+        import json
+
+        obj = self.record_json()
+        extras = "".join(f"  {json.dumps(k)}: {json.dumps(v)},\n" for k, v in obj.items()
+                         if k not in ("deal", "plays"))
+        plays = ",\n    ".join(json.dumps(p) for p in obj["plays"])
+        return (f"{{\n{extras}  \"deal\": {json.dumps(obj['deal'])},\n"
+                f"  \"plays\": [\n    {plays}\n  ]\n}}\n")
+
+    # ----------------------------------------------------------------- views
+
+    def view(self, seat: str | int | None = None, *, visibility: str = "open",
+             at: int | None = None) -> dict[str, Any]:
+        """Everything a client sitting at ``seat`` (default: the human's) may see.
+
+        ``visibility="open"`` (the game as solved, double-dummy): both hands and the deal.
+        ``"hidden"``: the other side's hand only as a count, no deal, no future hands. ``at``
+        shows the position before play ``at`` (stepping through a finished game).
+        """
+        if visibility not in VISIBILITIES:
+            raise ValueError(f"visibility must be one of {VISIBILITIES}")
+        me = self.human if seat is None else seat_index(seat)
+        if at is not None and self.imported is False and not self.over:
+            raise IllegalMoveError("only a finished game can be stepped through")
+        index = len(self.states) - 1 if at is None else at
+        state = self._state_at(index)
+        open_hands = visibility == "open"
+        hands: dict[str, Any] = {}
+        for p, name in enumerate(PLAYERS):
+            if open_hands or p == me:
+                hands[name] = list(state.hands[p])
+            else:
+                hands[name] = None
+        alex, bob = score(state)
+        stepping = index != len(self.states) - 1
+        your_turn = (not stepping and not state.is_terminal and state.player == me
+                     and not self.imported)
+        plays = [p.as_dict() for p in self.plays[:index]]
+        out: dict[str, Any] = {
+            "mode": visibility,
+            "seat": PLAYERS[me],
+            "human": PLAYERS[self.human],
+            "ai": self.ai_name,
+            "imported": self.imported,
+            "seed": self.seed,
+            "at": index,
+            "num_positions": len(self.states),
+            "play_index": state.play_index,
+            "round": min(state.round + 1, 6),
+            "to_move": None if state.is_terminal else PLAYERS[state.player],
+            "your_turn": your_turn,
+            "ai_to_move": not stepping and self.ai_to_move,
+            "over": state.is_terminal,
+            "game_over": self.over,
+            "pool": list(state.pool),
+            "hands": hands,
+            "hand_counts": {name: len(state.hands[p]) for p, name in enumerate(PLAYERS)},
+            "piles": {"Alex": list(state.piles[0]), "Bob": list(state.piles[1])},
+            "score": {"Alex": alex.as_dict(), "Bob": bob.as_dict()},
+            "last_capturer": (PLAYERS[state.last_capturer]
+                              if state.last_capturer is not None else None),
+            "history": plays,
+            "last_play": plays[-1] if plays else None,
+            "legal": [action_json(a) for a in legal_actions(state)] if your_turn else [],
+            "can_undo": not stepping and self.can_undo,
+            "hints_available": open_hands,
+            "solution_ready": self.solution_ready(),
+        }
+        if open_hands:
+            out["deal"] = list(self.deal)
+        return out
+
+
+def card_codes(cards: Sequence[int]) -> list[str]:
+    return [card_code(c) for c in cards]

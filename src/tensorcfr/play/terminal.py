@@ -1,0 +1,239 @@
+"""The terminal game: ``tensorcfr pasur play``, drawn with rich.
+
+The table (both hands, the pool, the piles and the running score) is drawn after each play;
+plays are numbered from 0 as in game records. At the human's turn the legal plays are listed
+with numbers; the player types a number, a play in card notation (``7d``, ``3d+Ac+7d``), or a
+command: ``hint`` (every legal play with its exact value and loss), ``undo``, ``help``,
+``quit``. After the game: the final score with its breakdown, the deal's exact value and the
+move list with the points each play cost.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+from rich.console import Console
+from rich.table import Table
+
+from tensorcfr.games.pasur.cards import card_code
+from tensorcfr.games.pasur.rules import PLAYERS, Action
+from tensorcfr.play.session import GameSession, IllegalMoveError
+from tensorcfr.utils.io import write_text_atomic
+
+SUIT_SYMBOLS = "♣♦♥♠"
+RANK_LABELS = ["A", "2", "3", "4", "5", "6", "7", "8", "9", "10", "J", "Q", "K"]
+HELP = ("type the number of a play, or a play in card notation (7d, 3d+Ac+7d); "
+        "commands: hint, undo, help, quit")
+
+
+def card_markup(card: int) -> str:
+    """``4♦`` in red (diamonds, hearts) or bold (clubs, spades) rich markup."""
+    text = RANK_LABELS[card // 4] + SUIT_SYMBOLS[card % 4]
+    return f"[red]{text}[/]" if card % 4 in (1, 2) else f"[bold]{text}[/]"
+
+
+def cards_markup(cards: Any) -> str:
+    return " ".join(card_markup(c) for c in cards) or "[dim]-[/]"
+
+
+def action_markup(action: Action) -> str:
+    if action.is_lay:
+        return f"{card_markup(action.card)} laid"
+    return f"{card_markup(action.card)} takes {cards_markup(action.captured)}"
+
+
+def _score_line(s: dict[str, int]) -> str:
+    parts = [f"clubs {s['clubs']}" + (" (+7)" if s["clubs_bonus"] else ""),
+             f"A {s['aces']}", f"J {s['jacks']}"]
+    if s["ten_of_diamonds"]:
+        parts.append("10♦ 3")
+    if s["two_of_clubs"]:
+        parts.append("2♣ 2")
+    if s["surs"]:
+        parts.append(f"Surs {s['surs']}x5")
+    return ", ".join(parts)
+
+
+class TerminalGame:
+    """One game in the terminal; ``read`` reads a line (``input`` by default, EOF = quit)."""
+
+    def __init__(self, session: GameSession, console: Console,
+                 read: Callable[[str], str] | None = None,
+                 record_path: str | None = None) -> None:
+        self.session = session
+        self.console = console
+        self.read = read or console.input
+        self.record_path = record_path
+
+    # ----------------------------------------------------------------- drawing
+
+    def draw_table(self) -> None:
+        s = self.session
+        v = s.view()
+        c = self.console
+        ai = PLAYERS[s.ai_seat]
+        if v["over"]:
+            head = "game over"
+        else:
+            head = f"round {v['round']}/6 · play {v['play_index']} of 48 · {v['to_move']} to play"
+        c.rule(f"[bold]{head}[/]", style="green")
+        for name in (ai, PLAYERS[s.human]):
+            who = "you" if name == PLAYERS[s.human] else f"{s.ai_name} AI"
+            total = v["score"][name]["total"]
+            pile = v["piles"][name]
+            c.print(f"  [bold]{name:<4}[/] ({who:<9}) hand {cards_markup(v['hands'][name]):<40}"
+                    f"  pile {len(pile):>2} cards  [bold]{total:>2} pts[/] "
+                    f"[dim]({_score_line(v['score'][name])})[/]", highlight=False)
+            if name == ai:
+                c.print(f"  [green]pool[/]              {cards_markup(v['pool'])}", highlight=False)
+        c.print("  [dim]open hands (double-dummy): both players see all cards[/]",
+                highlight=False)
+
+    def show_play(self, info: Any) -> None:
+        who = "you" if info.by == "human" else f"{PLAYERS[info.player]} (AI)"
+        extra = []
+        if info.points:
+            extra.append(f"[green]+{info.points} pts[/]")
+        if info.sur:
+            extra.append("[bold yellow]SUR[/]")
+        if info.cleanup:
+            extra.append(f"last pool {cards_markup(info.cleanup)} to {PLAYERS[info.cleanup_to]}")
+        self.console.print(f"[bold]#{info.number}[/] {who}: {action_markup(info.action)}"
+                           + ("  " + "  ".join(extra) if extra else ""), highlight=False)
+
+    def show_hints(self) -> None:
+        s = self.session
+        if not s.solution_ready():
+            with self.console.status("solving the deal exactly (about a second)..."):
+                hints = s.hints()
+        else:
+            hints = s.hints()
+        table = Table(title=f"exact values for {PLAYERS[s.human]} (final point difference, "
+                      "optimal play after)", title_justify="left")
+        table.add_column("#", justify="right")
+        table.add_column("play")
+        table.add_column("value", justify="right")
+        table.add_column("loss", justify="right")
+        for i, h in enumerate(hints, 1):
+            a = Action(h["card"], tuple(h["captured"]))
+            table.add_row(str(i), action_markup(a), f"{h['value']:+d}",
+                          "[green]best[/]" if h["loss"] == 0 else f"[red]-{h['loss']}[/]")
+        self.console.print(table)
+
+    def show_analysis(self) -> None:
+        s = self.session
+        c = self.console
+        a = s.analysis()
+        alex, bob = a["final"]["Alex"], a["final"]["Bob"]
+        table = Table(title="final score", title_justify="left")
+        table.add_column("")
+        table.add_column("Alex", justify="right")
+        table.add_column("Bob", justify="right")
+        for key, label in (("clubs", "clubs (count)"), ("clubs_bonus", "clubs bonus (7+)"),
+                           ("aces", "Aces"), ("jacks", "Jacks"),
+                           ("ten_of_diamonds", "10 of diamonds"), ("two_of_clubs", "2 of clubs")):
+            table.add_row(label, str(alex[key]), str(bob[key]))
+        table.add_row("Surs", f"{alex['sur_points']} ({alex['surs']}x5)",
+                      f"{bob['sur_points']} ({bob['surs']}x5)")
+        table.add_section()
+        table.add_row("[bold]total[/]", f"[bold]{alex['total']}[/]", f"[bold]{bob['total']}[/]")
+        c.print(table)
+        me = PLAYERS[s.human]
+        mine, theirs = a["final"][me]["total"], a["final"][PLAYERS[s.ai_seat]]["total"]
+        verdict = "you won" if mine > theirs else "you lost" if mine < theirs else "a tie"
+        c.print(f"[bold]{verdict} {mine}-{theirs}[/]. Exact value of the deal (optimal play by "
+                f"both): Alex {a['exact_value']:+d}; this game: Alex {a['final']['utility']:+d}.",
+                highlight=False)
+        c.print(f"your plays ({me}) gave away [bold]{a['human_cost']}[/] point(s) against optimal "
+                f"play; the AI's gave away {a['ai_cost']}.", highlight=False)
+        moves = Table(title="move list (cost = points given away against the best play)",
+                      title_justify="left")
+        for name, justify in (("#", "right"), ("player", "left"), ("play", "left"),
+                              ("pts", "right"), ("cost", "right"), ("best", "left")):
+            moves.add_column(name, justify=justify)  # type: ignore[arg-type]
+        for p in a["plays"]:
+            action = Action(p["card"], tuple(p["captured"]))
+            who = p["player"] + (" (you)" if p["by"] == "human" else "")
+            cost = "[green]ok[/]" if p["cost"] == 0 else f"[red]-{p['cost']}[/]"
+            best = "" if p["cost"] == 0 else ", ".join(p["best"][:3])
+            moves.add_row(str(p["number"]), who, action_markup(action),
+                          f"+{p['points']}" if p["points"] else "", cost, best)
+        c.print(moves)
+
+    # ----------------------------------------------------------------- the loop
+
+    def _ask(self, actions: list[Action]) -> Action | str:
+        """The human's choice: an action, or one of the commands hint/undo/quit."""
+        c = self.console
+        for i, a in enumerate(actions, 1):
+            c.print(f"  [cyan]{i:>2}[/]) {action_markup(a)}", highlight=False)
+        while True:
+            try:
+                raw = self.read(f"your play [1-{len(actions)}, hint, undo, quit]: ")
+            except EOFError:
+                return "quit"
+            text = raw.strip().lower()
+            if text in ("q", "quit", "exit"):
+                return "quit"
+            if text in ("h", "hint"):
+                return "hint"
+            if text in ("u", "undo"):
+                return "undo"
+            if text in ("?", "help"):
+                c.print(HELP, highlight=False)
+                continue
+            if text.isdigit() and 1 <= int(text) <= len(actions):
+                return actions[int(text) - 1]
+            found = [a for a in actions if a.notation().lower() == text
+                     or (card_code(a.card).lower() == text
+                         and sum(b.card == a.card for b in actions) == 1)]
+            if found:
+                return found[0]
+            c.print(f"[red]not a legal play or command: {raw.strip()!r}[/] ({HELP})",
+                    highlight=False)
+
+    def run(self) -> int:
+        """Play until the end or ``quit``; returns 0 (finished) or 1 (quit)."""
+        s = self.session
+        c = self.console
+        c.print(f"Pasur, open hands: you are [bold]{PLAYERS[s.human]}[/], the {s.ai_name} AI "
+                f"is {PLAYERS[s.ai_seat]}. {HELP}.", highlight=False)
+        self.draw_table()
+        while not s.over:
+            if s.ai_to_move:
+                if s.ai_name == "exact" and not s.solution_ready():
+                    with c.status("solving the deal exactly (once, about a second)..."):
+                        info = s.ai_play()
+                else:
+                    info = s.ai_play()
+                self.show_play(info)
+                self.draw_table()
+                continue
+            choice = self._ask(s.legal())
+            if choice == "quit":
+                c.print("game abandoned; no record saved (a record needs all 48 plays).")
+                return 1
+            if choice == "hint":
+                self.show_hints()
+                continue
+            if choice == "undo":
+                try:
+                    n = s.undo()
+                except IllegalMoveError as exc:
+                    c.print(f"[red]{exc}[/]", highlight=False)
+                    continue
+                c.print(f"took back {n} play(s).", highlight=False)
+                self.draw_table()
+                continue
+            assert isinstance(choice, Action)
+            self.show_play(s.play(choice))
+            self.draw_table()
+        if not s.solution_ready():
+            with c.status("analysing the game..."):
+                s.analysis()
+        self.show_analysis()
+        if self.record_path is not None:
+            write_text_atomic(self.record_path, s.record_text())
+            c.print(f"record saved to {Path(self.record_path)}", highlight=False)
+        return 0
