@@ -46,6 +46,10 @@ def _register() -> None:
 
     app.command("selfplay")(pasur_selfplay.selfplay_command)
     app.command("train")(pasur_selfplay.train_command)
+    from tensorcfr.cli import pasur_batch
+
+    app.command("batch")(pasur_batch.batch_command)
+    app.command("analyze")(pasur_batch.analyze_command)
 
 
 _register()

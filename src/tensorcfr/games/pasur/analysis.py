@@ -1,0 +1,364 @@
+"""The paper's Figure 14 and Table 16 from batch results (``tensorcfr pasur analyze``).
+
+Input: one or more batch folders (``tensorcfr pasur batch --out DIR``); their
+``decks.parquet`` tables are joined on ``deck`` (for a column present in several folders the
+first folder's non-null value wins, so an ``exact`` batch of 500 decks and a ``dcfr`` batch
+of 100 decks combine into one table).
+
+Outputs, in the ``out`` folder:
+
+* ``figure14.png``: three panels over the decks: near-Nash vs near-Nash, near-Nash vs Random,
+  Random vs near-Nash; the fair value (P(Alex wins) + P(tie) / 2) of each deck for every
+  near-Nash player the batches hold: ``exact`` (the exact solver's players: the exact-vs-exact
+  fair value is 1, 1/2 or 0 by the sign of the exact value), ``table`` (the DCFR average
+  strategy) and ``model`` (the per-deck XGBoost policy model); with ``paper_mm`` the paper's
+  own ``MM.csv`` values (its per-deck models, ties counted as Alex's wins) are overlaid.
+* ``table16.md``: the paper's Table 16: decks grouped by Alex's Jacks (0..4); per group a
+  scikit-learn decision tree (regression, squared error) on Alex's clubs; each leaf gives a
+  clubs range, its number of decks and the mean target. One table per target: the near-Nash
+  fair values, the exact-player fair value and the exact game value in points (which the paper
+  could not compute). The trees themselves follow as text.
+* ``analysis.json``: the same numbers (per-series means, leaves, trees, the comparison with
+  the paper), machine-readable.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import Any, Sequence
+
+from tensorcfr.errors import CorruptFileError, TensorCFRError
+
+__all__ = ["SERIES", "TARGETS", "analyze_batches", "load_batches"]
+
+FIGURE = "figure14.png"
+TABLE_MD = "table16.md"
+RESULT_JSON = "analysis.json"
+
+# (column, label) of the three Figure 14 panels for each near-Nash player
+SERIES: dict[str, tuple[str, str, str]] = {
+    "exact": ("exact_fair_value", "exact_vs_random_fair_value", "random_vs_exact_fair_value"),
+    "table": ("table_vs_table_fair_value", "table_vs_random_fair_value",
+              "random_vs_table_fair_value"),
+    "model": ("model_vs_model_fair_value", "model_vs_random_fair_value",
+              "random_vs_model_fair_value"),
+}
+PANELS = ("near-Nash vs near-Nash", "near-Nash vs Random", "Random vs near-Nash")
+SERIES_LABEL = {"exact": "exact solver", "table": "DCFR table", "model": "XGBoost model",
+                "paper": "paper (its models, ties = wins)"}
+SERIES_STYLE = {"exact": ("tab:blue", "o"), "table": ("tab:orange", "s"),
+                "model": ("tab:green", "^"), "paper": ("tab:red", "x")}
+
+# Table 16 targets: column -> (title, unit format)
+TARGETS: dict[str, tuple[str, str]] = {
+    "table_vs_table_fair_value": ("fair value, DCFR table vs DCFR table (self-play)", "{:.2f}"),
+    "model_vs_model_fair_value": ("fair value, XGBoost model vs model (self-play)", "{:.2f}"),
+    "exact_fair_value": ("fair value, exact vs exact (1 / 0.5 / 0 by the sign of the exact "
+                         "value)", "{:.2f}"),
+    "exact_value": ("exact game value (points, Alex minus Bob)", "{:+.2f}"),
+}
+
+
+def load_batches(folders: Sequence[str | os.PathLike[str]]) -> list[dict[str, Any]]:
+    """The ``ok`` rows of the batches' ``decks.parquet`` tables, joined on ``deck``."""
+    import pyarrow.parquet as pq
+
+    if not folders:
+        raise TensorCFRError("give at least one batch folder")
+    merged: dict[int, dict[str, Any]] = {}
+    for folder in folders:
+        path = Path(folder) / "decks.parquet"
+        if not Path(folder).is_dir():
+            raise TensorCFRError(f"{folder} is not a folder (give the --out folder of "
+                                 "`tensorcfr pasur batch`)")
+        if not path.is_file():
+            raise TensorCFRError(f"{path} is missing: is {folder} a `tensorcfr pasur batch` "
+                                 "folder?")
+        try:
+            rows = pq.read_table(str(path)).to_pylist()
+        except Exception as exc:  # noqa: BLE001 - any pyarrow failure is a corrupt file
+            raise CorruptFileError(f"{path} is not a readable Parquet table: "
+                                   f"{str(exc).splitlines()[0][:160]}") from None
+        for row in rows:
+            if row.get("status", "ok") != "ok" or not isinstance(row.get("deck"), int):
+                continue
+            into = merged.setdefault(int(row["deck"]), {})
+            for key, value in row.items():
+                if into.get(key) is None and value is not None:
+                    into[key] = value
+    return [merged[d] for d in sorted(merged)]
+
+
+def _values(rows: list[dict[str, Any]], column: str) -> tuple[list[int], list[float]]:
+    decks, values = [], []
+    for row in rows:
+        value = row.get(column)
+        if value is not None and not (isinstance(value, float) and math.isnan(value)):
+            decks.append(int(row["deck"]))
+            values.append(float(value))
+    return decks, values
+
+
+def _read_paper_mm(path: str | os.PathLike[str]) -> dict[int, dict[str, float]]:
+    """The paper's ``MM.csv``: per deck ``XX_WINS`` (percent, ties as wins) and
+    ``XX_SCORES``."""
+    import csv
+
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            reader = csv.DictReader(fh)
+            out = {}
+            for rec in reader:
+                out[int(rec["Deck"])] = {k: float(v) for k, v in rec.items()
+                                         if k and k != "Deck" and v not in ("", None)}
+    except (OSError, KeyError, ValueError, UnicodeDecodeError) as exc:
+        raise TensorCFRError(f"cannot read the paper's MM table {path}: {exc}") from None
+    return out
+
+
+def _figure(rows: list[dict[str, Any]], path: Path, paper: dict[int, dict[str, float]] | None
+            ) -> dict[str, Any]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from tensorcfr.utils.io import atomic_path
+
+    fig, axes = plt.subplots(3, 1, figsize=(14, 10), sharex=True)
+    stats: dict[str, Any] = {}
+    paper_cols = ("MM_WINS", "MR_WINS", "RM_WINS")
+    for p, (ax, title) in enumerate(zip(axes, PANELS)):
+        panel: dict[str, Any] = {}
+        for name, columns in SERIES.items():
+            decks, values = _values(rows, columns[p])
+            if not decks:
+                continue
+            color, marker = SERIES_STYLE[name]
+            mean = sum(values) / len(values)
+            ax.scatter(decks, values, s=10 if len(decks) > 150 else 16, alpha=0.6, color=color,
+                       marker=marker,
+                       label=f"{SERIES_LABEL[name]}: {len(decks)} decks, mean {mean:.3f}")
+            ax.axhline(mean, color=color, lw=0.8, ls="--")
+            panel[name] = {"column": columns[p], "decks": len(decks), "mean": mean}
+        if paper:
+            decks = sorted(d for d in paper if paper_cols[p] in paper[d])
+            values = [paper[d][paper_cols[p]] / 100.0 for d in decks]
+            if decks:
+                color, marker = SERIES_STYLE["paper"]
+                mean = sum(values) / len(values)
+                ax.scatter(decks, values, s=14, alpha=0.7, color=color, marker=marker,
+                           label=f"{SERIES_LABEL['paper']}: {len(decks)} decks, mean {mean:.3f}")
+                panel["paper"] = {"column": paper_cols[p], "decks": len(decks), "mean": mean}
+        ax.set_title(f"({'abc'[p]}) {title}", loc="left", fontsize=11)
+        ax.set_ylabel("fair value of the deck")
+        ax.set_ylim(-0.05, 1.05)
+        ax.grid(alpha=0.3)
+        if panel:
+            ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8,
+                      borderaxespad=0.0)
+        stats[title] = panel
+    axes[-1].set_xlabel("deck (row of the deck file)")
+    fig.suptitle("Pasur: fair value of each deck = P(Alex wins) + P(tie)/2 (Figure 14)",
+                 fontsize=12)
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=110)
+    plt.close(fig)
+    return stats
+
+
+def _fmt_range(lo: float, hi: float, max_clubs: int) -> str:
+    lo_i = int(math.floor(lo)) + 1 if lo > -math.inf else 0
+    hi_i = int(math.floor(hi)) if hi < math.inf else max_clubs
+    if lo == -math.inf and hi == math.inf:
+        return "any"
+    if lo == -math.inf:
+        return f"<= {hi_i}"
+    if hi == math.inf:
+        return f"> {lo_i - 1}"
+    return f"{lo_i}..{hi_i}"
+
+
+def _leaves(tree: Any) -> list[tuple[float, float, int]]:
+    """(low, high, node) of each leaf: clubs in (low, high]."""
+    t = tree.tree_
+    out = []
+
+    def walk(node: int, lo: float, hi: float) -> None:
+        if t.children_left[node] == -1:
+            out.append((lo, hi, node))
+            return
+        thr = float(t.threshold[node])
+        walk(int(t.children_left[node]), lo, min(hi, thr))
+        walk(int(t.children_right[node]), max(lo, thr), hi)
+
+    walk(0, -math.inf, math.inf)
+    return out
+
+
+def _table16(rows: list[dict[str, Any]], max_depth: int, min_leaf: int
+             ) -> dict[str, Any]:
+    import numpy as np
+    from sklearn.tree import DecisionTreeRegressor, export_text
+
+    result: dict[str, Any] = {}
+    for column in TARGETS:
+        groups = []
+        have = [r for r in rows if r.get(column) is not None and r.get("alex_jacks") is not None]
+        if not have:
+            continue
+        for jacks in range(5):
+            sel = [r for r in have if int(r["alex_jacks"]) == jacks]
+            entry: dict[str, Any] = {"jacks": jacks, "decks": len(sel)}
+            if sel:
+                x = np.array([[float(r["alex_clubs"])] for r in sel])
+                y = np.array([float(r[column]) for r in sel])
+                entry["mean"] = float(y.mean())
+                tree = DecisionTreeRegressor(max_depth=max_depth,
+                                             min_samples_leaf=min(min_leaf, max(1, len(sel))),
+                                             random_state=0).fit(x, y)
+                leaves = []
+                for lo, hi, node in _leaves(tree):
+                    inside = (x[:, 0] > lo) & (x[:, 0] <= hi)
+                    leaves.append({"clubs": _fmt_range(lo, hi, 13),
+                                   "clubs_low_exclusive": None if lo == -math.inf else lo,
+                                   "clubs_high_inclusive": None if hi == math.inf else hi,
+                                   "decks": int(inside.sum()),
+                                   "mean": float(y[inside].mean()),
+                                   "tree_value": float(tree.tree_.value[node].ravel()[0])})
+                entry["leaves"] = leaves
+                entry["tree"] = export_text(tree, feature_names=["alex_clubs"], decimals=3)
+            groups.append(entry)
+        result[column] = {"title": TARGETS[column][0], "decks": len(have), "groups": groups}
+    return result
+
+
+def _markdown(rows: list[dict[str, Any]], table16: dict[str, Any], figure: dict[str, Any],
+              folders: Sequence[str], max_depth: int, min_leaf: int,
+              paper_cmp: dict[str, Any] | None) -> str:
+    lines = ["# Pasur: fair value by Alex's Jacks and clubs (Table 16)", "",
+             f"From {len(rows)} decks of the batch folder(s) "
+             + ", ".join(f"`{f}`" for f in folders)
+             + ". Written by `tensorcfr pasur analyze`.", "",
+             f"Decks are grouped by the number of Jacks Alex is dealt (0-4, of his 24 cards); "
+             f"in each group a decision tree (scikit-learn `DecisionTreeRegressor`, squared "
+             f"error, max depth {max_depth}, at least {min_leaf} decks per leaf) splits on the "
+             f"number of clubs Alex is dealt. Fair value = P(Alex wins) + P(tie)/2.", ""]
+    for column, block in table16.items():
+        fmt = TARGETS[column][1]
+        lines += [f"## {block['title']}", "", f"`{column}`, {block['decks']} decks.", "",
+                  "| Alex's Jacks | decks | mean | Alex's clubs | decks in leaf | mean in leaf |",
+                  "|---:|---:|---:|---|---:|---:|"]
+        for g in block["groups"]:
+            if not g["decks"]:
+                lines.append(f"| {g['jacks']} | 0 | | | | |")
+                continue
+            for k, leaf in enumerate(g["leaves"]):
+                head = (f"| {g['jacks']} | {g['decks']} | {fmt.format(g['mean'])} " if k == 0
+                        else "| | | ")
+                lines.append(f"{head}| {leaf['clubs']} | {leaf['decks']} | "
+                             f"{fmt.format(leaf['mean'])} |")
+        lines.append("")
+    lines += ["## Figure 14 series (means over decks)", "",
+              "| panel | player | column | decks | mean fair value |", "|---|---|---|---:|---:|"]
+    for panel, series in figure.items():
+        for name, s in series.items():
+            lines.append(f"| {panel} | {SERIES_LABEL[name]} | `{s['column']}` | {s['decks']} | "
+                         f"{s['mean']:.3f} |")
+    lines.append("")
+    if paper_cmp:
+        lines += ["## Against the paper's MM.csv (same decks)", "",
+                  "The paper counts ties as Alex's wins, so our side of the comparison is "
+                  "P(win) + P(tie) here.", "",
+                  "| matchup | ours | paper | decks | mean ours | mean paper | mean abs diff | "
+                  "correlation |", "|---|---|---|---:|---:|---:|---:|---:|"]
+        for c in paper_cmp["rows"]:
+            lines.append(f"| {c['matchup']} | `{c['ours']}` | `{c['paper']}` | {c['decks']} | "
+                         f"{c['mean_ours']:.3f} | {c['mean_paper']:.3f} | "
+                         f"{c['mean_abs_diff']:.3f} | {c['correlation']:.3f} |")
+        lines.append("")
+    lines += ["## Decision trees", ""]
+    for column, block in table16.items():
+        for g in block["groups"]:
+            if g.get("tree"):
+                lines += [f"`{column}`, {g['jacks']} Jacks ({g['decks']} decks):", "", "```",
+                          g["tree"].rstrip(), "```", ""]
+    return "\n".join(lines)
+
+
+def _paper_comparison(rows: list[dict[str, Any]], paper: dict[int, dict[str, float]]
+                      ) -> dict[str, Any]:
+    import numpy as np
+
+    pairs = [("model vs model", "model_vs_model", "MM_WINS"),
+             ("model vs random", "model_vs_random", "MR_WINS"),
+             ("random vs model", "random_vs_model", "RM_WINS"),
+             ("table vs table", "table_vs_table", "MM_WINS"),
+             ("random vs random", "random_vs_random", "RR_WINS")]
+    out = []
+    for label, ours, theirs in pairs:
+        a, b = [], []
+        for r in rows:
+            d = int(r["deck"])
+            win, tie = r.get(f"{ours}_alex_win_rate"), r.get(f"{ours}_tie_rate")
+            if win is None or tie is None or d not in paper or theirs not in paper[d]:
+                continue
+            a.append(win + tie)
+            b.append(paper[d][theirs] / 100.0)
+        if len(a) < 2:
+            continue
+        x, y = np.array(a), np.array(b)
+        corr = float(np.corrcoef(x, y)[0, 1]) if x.std() > 0 and y.std() > 0 else float("nan")
+        out.append({"matchup": label, "ours": f"{ours}_alex_win_rate + tie_rate",
+                    "paper": theirs, "decks": len(a), "mean_ours": float(x.mean()),
+                    "mean_paper": float(y.mean()), "mean_abs_diff": float(abs(x - y).mean()),
+                    "correlation": corr})
+    return {"rows": out}
+
+
+def analyze_batches(folders: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str], *,
+                    max_depth: int = 1, min_leaf: int = 5,
+                    paper_mm: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+    """Build Figure 14, Table 16 and ``analysis.json`` from batch folders (module docstring).
+
+    Args:
+        folders: batch folders; their tables are joined on ``deck``.
+        out: output folder (created).
+        max_depth: depth of each Jacks group's decision tree (1 = one split, as in the paper).
+        min_leaf: fewest decks in a leaf.
+        paper_mm: optional path of the paper's ``MM.csv`` to overlay and compare.
+
+    Returns:
+        JSON-ready summary with the paths written (``figure14_png``, ``table16_md``,
+        ``analysis_json``), the deck count, Figure 14 means and the Table 16 leaves.
+    """
+    from tensorcfr.utils.io import write_json_atomic, write_text_atomic
+
+    if max_depth < 1:
+        raise TensorCFRError(f"--max-depth must be at least 1, got {max_depth}")
+    if min_leaf < 1:
+        raise TensorCFRError(f"--min-leaf must be at least 1, got {min_leaf}")
+    rows = load_batches(folders)
+    if not rows:
+        raise TensorCFRError("the batch folders hold no finished decks yet")
+    paper = _read_paper_mm(paper_mm) if paper_mm is not None else None
+    out_dir = Path(out)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise TensorCFRError(f"--out {out_dir} exists and is not a folder")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    figure = _figure(rows, out_dir / FIGURE, paper)
+    table16 = _table16(rows, max_depth, min_leaf)
+    paper_cmp = _paper_comparison(rows, paper) if paper else None
+    names = [str(f) for f in folders]
+    write_text_atomic(out_dir / TABLE_MD,
+                      _markdown(rows, table16, figure, names, max_depth, min_leaf, paper_cmp))
+    result = {"folders": names, "decks": len(rows),
+              "figure14_png": str(out_dir / FIGURE), "table16_md": str(out_dir / TABLE_MD),
+              "analysis_json": str(out_dir / RESULT_JSON), "max_depth": max_depth,
+              "min_leaf": min_leaf, "figure14": figure, "table16": table16,
+              "paper_comparison": paper_cmp}
+    write_json_atomic(out_dir / RESULT_JSON, result)
+    return result

@@ -1,0 +1,507 @@
+"""Many Pasur decks: exact values, DCFR tables, policy models and self-play matchups, one
+Parquet row per deck, computed by Ray workers (or in-process), resumable.
+
+A batch folder ``DIR`` holds:
+
+* ``batch.json``: the batch's identity (deck file and its SHA-256, method, games per matchup,
+  DCFR iterations, sample seed...). A rerun with other options is refused.
+* ``decks.jsonl``: the journal, one complete JSON row per finished (or failed) deck, appended
+  with a single write and flushed as each deck finishes, so a killed run loses only the decks
+  that were in flight; a rerun skips the decks it lists as ``ok`` and retries failed ones.
+* ``decks.parquet``: the table (one row per deck, the latest journal row of each), rewritten
+  atomically from the journal (every few seconds during a run and at its end).
+* ``runs/deck_<i>/`` (``--method dcfr``): the deck's DCFR run folder (strategy table and
+  manifest, usable with ``pasur selfplay --table`` and ``pasur train``), and
+  ``models/deck_<i>/``: its per-deck policy model (the paper's per-deck XGBoost model).
+
+Columns (see ``docs/pasur_selfplay.md``): ``deck`` (row index in the deck file), ``status``
+(``ok`` / ``error``), ``error``, ``deal``, ``alex_jacks``, ``alex_clubs`` (of the 24 cards
+Alex is dealt), ``exact_value``, ``states``, ``exact_seconds``, per matchup
+``<alex>_vs_<bob>_{mean_diff,alex_win_rate,tie_rate,fair_value}``, ``fair_value`` (near-Nash
+self-play: the exact players for ``exact``, the DCFR table for ``dcfr``), ``seconds``, and with
+``dcfr`` the DCFR value, exploitability and model RMSE.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import hashlib
+import json
+import os
+import socket
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+from tensorcfr.errors import CorruptFileError, TensorCFRError
+
+__all__ = [
+    "BATCH_FORMAT",
+    "METHODS",
+    "BatchOptions",
+    "check_ray_address",
+    "parse_deck_range",
+    "read_decks",
+    "run_batch",
+    "solve_deck",
+]
+
+BATCH_FORMAT = "tensorcfr-pasur-batch-1"
+METHODS = ("exact", "dcfr")
+IDENTITY_FILE = "batch.json"
+JOURNAL = "decks.jsonl"
+TABLE = "decks.parquet"
+SEEDS_SOURCE = "seeds"
+MATCHUP_STATS = ("mean_diff", "alex_win_rate", "tie_rate", "fair_value")
+
+
+@dataclass(frozen=True)
+class BatchOptions:
+    """What to compute for each deck.
+
+    Attributes:
+        method: ``exact`` (exact value + exact/random matchups) or ``dcfr`` (also a DCFR table
+            and a per-deck policy model, and their matchups).
+        games: games per self-play matchup (0: no self-play).
+        iterations: DCFR iterations per round (``dcfr``).
+        sample_seed: seed of the self-play sampling (deck ``i`` uses ``sample_seed + i``).
+        train_games: ``dcfr``: self-play games sampled from the table to train the model
+            (0: no model).
+        model_rounds: ``dcfr``: most boosting rounds of the per-deck model.
+        threads: torch / XGBoost threads per worker.
+    """
+
+    method: str = "exact"
+    games: int = 1000
+    iterations: int = 200
+    sample_seed: int = 0
+    train_games: int = 1000
+    model_rounds: int = 300
+    threads: int = 1
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"method": self.method, "games": self.games, "iterations": self.iterations,
+                "sample_seed": self.sample_seed, "train_games": self.train_games,
+                "model_rounds": self.model_rounds}
+
+
+# --------------------------------------------------------------------------- deck files
+
+
+def parse_deck_range(text: str) -> tuple[int, int]:
+    """``"A-B"`` (inclusive, 0-based) or ``"A"`` -> (A, B)."""
+    parts = text.strip().split("-")
+    try:
+        if len(parts) == 1:
+            a = b = int(parts[0])
+        elif len(parts) == 2:
+            a, b = int(parts[0]), int(parts[1])
+        else:
+            raise ValueError
+    except ValueError:
+        raise TensorCFRError(f"--decks must look like A-B (row indices, from 0), got {text!r}") \
+            from None
+    if a < 0 or b < a:
+        raise TensorCFRError(f"--decks {text}: need 0 <= A <= B")
+    return a, b
+
+
+def read_decks(source: str, first: int, last: int) -> tuple[list[tuple[int, tuple[int, ...]]],
+                                                             str]:
+    """Decks ``first..last`` (row indices) of a deck file, validated, and the file's SHA-256.
+
+    A deck file is CSV text, one deal per line: 52 card indices in deck order (the paper's
+    ``decks_10000.csv``). ``source == "seeds"`` means deck ``i`` = the seeded random deal
+    ``i`` (as ``pasur solve --seed i``). Raises :class:`TensorCFRError` (one line) for an
+    unreadable file, a range past its end, or an invalid deal in the range.
+    """
+    from tensorcfr.games.pasur.rules import random_deal, validate_deal
+
+    if source == SEEDS_SOURCE:
+        return [(i, random_deal(i)) for i in range(first, last + 1)], "seeds"
+    path = Path(source)
+    try:
+        raw = path.read_bytes()
+        text = raw.decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise TensorCFRError(f"cannot read deck file {source}: {reason}") from None
+    lines = [line for line in text.splitlines()]
+    while lines and not lines[-1].strip():
+        lines.pop()
+    if last >= len(lines):
+        raise TensorCFRError(f"--decks {first}-{last} goes past the end of {source}, which has "
+                             f"{len(lines)} decks (rows 0..{len(lines) - 1})")
+    decks = []
+    for i in range(first, last + 1):
+        row = next(csv.reader([lines[i]]), [])
+        try:
+            cards = [int(x) for x in row if x.strip()]
+            deal = validate_deal(cards)
+        except (ValueError, TensorCFRError) as exc:
+            raise TensorCFRError(f"deck file {source}, row {i} (line {i + 1}) is not a deal: "
+                                 f"{exc}") from None
+        decks.append((i, deal))
+    return decks, hashlib.sha256(raw).hexdigest()
+
+
+def alex_counts(deal: Sequence[int]) -> tuple[int, int]:
+    """(Jacks, clubs) among the 24 cards Alex is dealt over the six rounds."""
+    from tensorcfr.games.pasur.cards import is_club, is_jack
+
+    cards = [c for h in range(6) for c in deal[4 + 8 * h:8 + 8 * h]]
+    return sum(1 for c in cards if is_jack(c)), sum(1 for c in cards if is_club(c))
+
+
+# --------------------------------------------------------------------------- one deck
+
+
+def _matchup(row: dict[str, Any], deal: tuple[int, ...], alex: Any, bob: Any, games: int,
+             seed: int) -> None:
+    from tensorcfr.games.pasur.selfplay import play_games
+
+    result = play_games(deal, alex, bob, games, sample_seed=seed)
+    summary = result.summary()
+    prefix = f"{alex.name}_vs_{bob.name}"
+    for key in MATCHUP_STATS:
+        row[f"{prefix}_{key}"] = float(summary[key])
+
+
+def _dcfr_run(deal: tuple[int, ...], iterations: int, out: Path) -> dict[str, Any]:
+    """Solve ``deal`` by round-by-round DCFR (dag mode) and write a run folder that
+    ``pasur selfplay --table``, ``pasur train`` and ``pasur exploitability`` read."""
+    from tensorcfr.core.regret import CFRVariant
+    from tensorcfr.games.pasur.exact import build_state_graph
+    from tensorcfr.games.pasur.players import RUN_FORMAT, RUN_MANIFEST, RUN_TABLE
+    from tensorcfr.games.pasur.round_cfr import exploitability, minimax_value, solve_dcfr
+    from tensorcfr.games.pasur.strategy_table import write_strategy_table
+    from tensorcfr.utils.io import write_json_atomic
+
+    t0 = time.perf_counter()
+    variant = CFRVariant.parse("dcfr", None, None, None)
+    graphs = build_state_graph(deal)
+    solution = solve_dcfr(graphs, variant, iterations)
+    report = exploitability(graphs, solution.strategies)
+    exact_value = minimax_value(graphs)
+    rows = write_strategy_table(out / RUN_TABLE, graphs, solution.strategies,
+                                metadata={"deal": list(deal), "mode": "dag",
+                                          "variant": variant.to_dict(),
+                                          "iterations": iterations})
+    seconds = time.perf_counter() - t0
+    result = {"deal": list(deal), "method": "dcfr", "mode": "dag", "variant": variant.name,
+              "alpha": variant.alpha, "beta": variant.beta, "gamma": variant.gamma,
+              "iterations": iterations, "value": solution.value, "exact_value": exact_value,
+              "value_gap": solution.value - exact_value,
+              "exploitability": report.exploitability,
+              "best_response_to_alex": report.best_response_to_alex,
+              "best_response_to_bob": report.best_response_to_bob,
+              "nodes_per_round": [int(g.total_nodes) for g in graphs],
+              "table_rows": rows, "seconds": seconds}
+    write_json_atomic(out / RUN_MANIFEST, {"format": RUN_FORMAT, "files": {
+        "strategy_table": RUN_TABLE}, "command": ["tensorcfr pasur batch"], **result})
+    return result
+
+
+def solve_deck(deck: int, deal: Sequence[int], options: BatchOptions, out_dir: str | None
+               ) -> dict[str, Any]:
+    """Everything the batch computes for one deck, as one flat JSON-ready row.
+
+    Never raises for a problem of the deck itself: the row then has ``status = "error"``
+    and the one-line ``error``.
+    """
+    started = time.perf_counter()
+    row: dict[str, Any] = {"deck": int(deck), "status": "ok", "error": None,
+                           "deal": [int(c) for c in deal]}
+    try:
+        import torch
+
+        torch.set_num_threads(options.threads)
+        from tensorcfr.games.pasur.exact import solve_exact
+        from tensorcfr.games.pasur.players import ExactPlayer, RandomPlayer, make_player
+        from tensorcfr.games.pasur.rules import validate_deal
+
+        deal = validate_deal(deal)
+        row["alex_jacks"], row["alex_clubs"] = alex_counts(deal)
+        solution = solve_exact(deal)
+        row["exact_value"] = int(solution.value)
+        row["states"] = int(solution.num_states)
+        row["exact_seconds"] = float(solution.seconds)
+        v = solution.value
+        row["exact_fair_value"] = 1.0 if v > 0 else (0.5 if v == 0 else 0.0)
+        row["fair_value"] = row["exact_fair_value"]
+        games, seed = options.games, options.sample_seed + int(deck)
+        exact = ExactPlayer(deal, solution=solution)
+        rnd = RandomPlayer(deal)
+        if games > 0:
+            _matchup(row, deal, exact, rnd, games, seed)
+            _matchup(row, deal, rnd, exact, games, seed + 1)
+            _matchup(row, deal, rnd, rnd, games, seed + 2)
+        if options.method == "dcfr":
+            if out_dir is None:
+                raise TensorCFRError("the dcfr method needs an output folder")
+            run = Path(out_dir) / "runs" / f"deck_{deck:05d}"
+            dcfr = _dcfr_run(deal, options.iterations, run)
+            row["dcfr_value"] = float(dcfr["value"])
+            row["dcfr_exploitability"] = float(dcfr["exploitability"])
+            row["dcfr_seconds"] = float(dcfr["seconds"])
+            table = make_player("table", deal, table=run)
+            players = {"table": table}
+            if options.train_games > 0:
+                from tensorcfr.games.pasur.policy_model import train_policy_model
+
+                model_dir = Path(out_dir) / "models" / f"deck_{deck:05d}"
+                t0 = time.perf_counter()
+                manifest = train_policy_model([run], model_dir, games=options.train_games,
+                                              seed=seed, rounds=options.model_rounds,
+                                              threads=options.threads)
+                row["model_seconds"] = time.perf_counter() - t0
+                row["model_rmse_test"] = float(manifest["rmse"]["test"])
+                row["model_rows"] = int(manifest["rows"]["total"])
+                players["model"] = make_player("model", deal, model=model_dir,
+                                               threads=options.threads)
+            if games > 0:
+                for name, player in players.items():
+                    _matchup(row, deal, player, player, games, seed + 3)
+                    _matchup(row, deal, player, rnd, games, seed + 4)
+                    _matchup(row, deal, rnd, player, games, seed + 5)
+                    _matchup(row, deal, player, exact, games, seed + 6)
+                    _matchup(row, deal, exact, player, games, seed + 7)
+                row["fair_value"] = row["table_vs_table_fair_value"]
+    except TensorCFRError as exc:
+        row.update(status="error", error=str(exc))
+    except Exception as exc:  # noqa: BLE001 - one failing deck must not stop the batch
+        row.update(status="error", error=f"{type(exc).__name__}: {exc}".splitlines()[0])
+    row["seconds"] = time.perf_counter() - started
+    return row
+
+
+# --------------------------------------------------------------------------- journal
+
+
+def _read_journal(path: Path) -> dict[int, dict[str, Any]]:
+    """Latest row per deck of a journal (an incomplete last line is ignored)."""
+    rows: dict[int, dict[str, Any]] = {}
+    if not path.is_file():
+        return rows
+    with path.open("r", encoding="utf-8") as fh:
+        for line in fh:
+            if not line.endswith("\n"):
+                break  # a write cut short by a kill
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(row, dict) and isinstance(row.get("deck"), int):
+                rows[row["deck"]] = row
+    return rows
+
+
+def _append_journal(path: Path, row: dict[str, Any]) -> None:
+    line = json.dumps(row, separators=(",", ":")) + "\n"
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(line)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def write_table(out: Path) -> int:
+    """Rewrite ``decks.parquet`` atomically from the journal; returns its row count."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from tensorcfr.utils.io import atomic_path
+
+    rows = [r for _, r in sorted(_read_journal(out / JOURNAL).items())]
+    columns: list[str] = []
+    for r in rows:
+        for k in r:
+            if k not in columns:
+                columns.append(k)
+    types = {"error": pa.string(), "status": pa.string()}
+    data = {k: pa.array([r.get(k) for r in rows], type=types.get(k)) for k in columns}
+    table = pa.table(data) if rows else pa.table({"deck": pa.array([], pa.int64()),
+                                                  "exact_value": pa.array([], pa.int64())})
+    with atomic_path(out / TABLE) as tmp:
+        pq.write_table(table, str(tmp))
+    return len(rows)
+
+
+def _check_identity(out: Path, identity: dict[str, Any]) -> None:
+    from tensorcfr.utils.io import write_json_atomic
+
+    path = out / IDENTITY_FILE
+    if path.exists():
+        try:
+            old = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise CorruptFileError(f"{path} is unreadable: {exc}") from None
+        if not isinstance(old, dict) or old.get("format") != BATCH_FORMAT:
+            raise CorruptFileError(f"{path} is not the identity file of a tensorcfr batch")
+        mine = {k: v for k, v in identity.items() if k != "decks"}
+        theirs = {k: v for k, v in old.items() if k != "decks"}
+        if mine != theirs:
+            diff = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
+            raise TensorCFRError(f"{out} holds a batch with other options (differs in "
+                                 f"{', '.join(diff)}); use another --out folder")
+    write_json_atomic(path, identity)
+
+
+# --------------------------------------------------------------------------- Ray
+
+
+def check_ray_address(address: str, timeout: float = 3.0) -> None:
+    """Refuse (one line) a Ray address whose host:port does not accept a connection."""
+    target = address
+    for prefix in ("ray://", "http://", "https://"):
+        if target.startswith(prefix):
+            target = target[len(prefix):]
+    if target == "auto":
+        return
+    host, _, port = target.rpartition(":")
+    try:
+        port_number = int(port)
+    except ValueError:
+        raise TensorCFRError(f"--address {address!r} must be host:port (e.g. 10.0.0.5:6379) "
+                             "or auto") from None
+    try:
+        with socket.create_connection((host or "127.0.0.1", port_number), timeout=timeout):
+            pass
+    except OSError as exc:
+        raise TensorCFRError(f"no Ray cluster answers at --address {address} "
+                             f"({exc.strerror or exc})") from None
+
+
+def _ray_solve(deck: int, deal: list[int], options: dict[str, Any], out_dir: str | None
+               ) -> dict[str, Any]:
+    return solve_deck(deck, deal, BatchOptions(**options), out_dir)
+
+
+def run_batch(source: str, first: int, last: int, out: str | os.PathLike[str],
+              options: BatchOptions, *, workers: int = 1, address: str | None = None,
+              progress: Callable[[int, int, dict[str, Any] | None], None] | None = None,
+              flush_seconds: float = 5.0) -> dict[str, Any]:
+    """Run (or resume) a batch; see the module docstring.
+
+    Args:
+        source: deck file (CSV, one deal per line) or ``"seeds"``.
+        first, last: the row range, inclusive.
+        out: the batch folder.
+        options: :class:`BatchOptions`.
+        workers: Ray workers on a local instance (``ray.init(num_cpus=workers)``); 0 runs the
+            decks one by one in this process (no Ray).
+        address: an existing Ray cluster instead of a local instance.
+        progress: ``progress(done, total, row)`` after each deck (``row`` None at the start).
+
+    Returns:
+        Summary: decks asked, done before (skipped), computed now, failed, seconds, table rows.
+    """
+    if options.method not in METHODS:
+        raise TensorCFRError(f"--method must be one of {', '.join(METHODS)}, got "
+                             f"{options.method!r}")
+    for label, value in (("--games", options.games), ("--train-games", options.train_games)):
+        if value < 0:
+            raise TensorCFRError(f"{label} must be at least 0, got {value}")
+    if options.iterations < 1:
+        raise TensorCFRError(f"--iterations must be at least 1, got {options.iterations}")
+    if workers < 0:
+        raise TensorCFRError(f"--workers must be at least 0, got {workers}")
+    decks, digest = read_decks(source, first, last)
+    if address is not None:
+        check_ray_address(address)
+    out_dir = Path(out)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise TensorCFRError(f"--out {out_dir} exists and is not a folder")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    identity = {"format": BATCH_FORMAT,
+                "deck_file": source if source == SEEDS_SOURCE else str(Path(source).resolve()),
+                "deck_file_sha256": digest, **options.as_dict()}
+    _check_identity(out_dir, identity)
+    journal = out_dir / JOURNAL
+    done = _read_journal(journal)
+    todo = [(i, d) for i, d in decks if done.get(i, {}).get("status") != "ok"]
+    skipped = len(decks) - len(todo)
+    total = len(decks)
+    started = time.perf_counter()
+    count = skipped
+    failed = 0
+    last_flush = time.perf_counter()
+    if progress is not None:
+        progress(count, total, None)
+
+    def finish(row: dict[str, Any]) -> None:
+        nonlocal count, failed, last_flush
+        _append_journal(journal, row)
+        count += 1
+        failed += row.get("status") != "ok"
+        if progress is not None:
+            progress(count, total, row)
+        if time.perf_counter() - last_flush > flush_seconds:
+            write_table(out_dir)
+            last_flush = time.perf_counter()
+
+    out_text = str(out_dir)
+    opts = options.as_dict() | {"threads": options.threads}
+    ray_info: dict[str, Any] = {"mode": "in-process"}
+    if workers == 0 and address is None:
+        for i, deal in todo:
+            finish(solve_deck(i, deal, options, out_text))
+    elif todo:
+        import ray
+
+        with _quiet_ray():
+            try:
+                if address is not None:
+                    ray.init(address=address, include_dashboard=False, log_to_driver=False,
+                             logging_level="error")
+                else:
+                    ray.init(num_cpus=max(1, workers), include_dashboard=False,
+                             log_to_driver=False, logging_level="error")
+            except Exception as exc:  # noqa: BLE001 - any start-up failure is one line
+                raise TensorCFRError(f"cannot start Ray: {str(exc).splitlines()[0][:200]}") \
+                    from None
+        ray_info = {"mode": "ray", "address": address or "local",
+                    "cpus": float(ray.cluster_resources().get("CPU", 0))}
+        try:
+            remote = ray.remote(num_cpus=1, max_retries=0)(_ray_solve)
+            window = max(2, 2 * int(ray_info["cpus"] or 1))
+            pending: dict[Any, int] = {}
+            queue = list(todo)
+            while queue or pending:
+                while queue and len(pending) < window:
+                    i, deal = queue.pop(0)
+                    pending[remote.remote(i, list(deal), opts, out_text)] = i
+                ready, _ = ray.wait(list(pending), num_returns=1)
+                for ref in ready:
+                    i = pending.pop(ref)
+                    try:
+                        row = ray.get(ref)
+                    except Exception as exc:  # noqa: BLE001 - a worker died on this deck
+                        row = {"deck": i, "status": "error",
+                               "error": f"worker failed: {str(exc).splitlines()[0][:200]}",
+                               "deal": [int(c) for c in dict(todo)[i]]}
+                    finish(row)
+        finally:
+            ray.shutdown()
+    rows = write_table(out_dir)
+    return {"out": str(out_dir), "decks": total, "skipped": skipped,
+            "computed": len(todo), "failed": failed, "table_rows": rows,
+            "seconds": time.perf_counter() - started, "workers": workers, **ray_info,
+            **options.as_dict()}
+
+
+@contextlib.contextmanager
+def _quiet_ray() -> Iterable[None]:
+    """Ray prints start-up lines on stderr; keep them off the user's terminal."""
+    devnull = open(os.devnull, "w")
+    old_err = os.dup(2)
+    try:
+        sys.stderr.flush()
+        os.dup2(devnull.fileno(), 2)
+        yield
+    finally:
+        os.dup2(old_err, 2)
+        os.close(old_err)
+        devnull.close()
