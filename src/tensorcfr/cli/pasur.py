@@ -46,6 +46,7 @@ def _register() -> None:
 
     app.command("selfplay")(pasur_selfplay.selfplay_command)
     app.command("train")(pasur_selfplay.train_command)
+    app.command("evaluate")(pasur_selfplay.evaluate_command)
     from tensorcfr.cli import pasur_batch
 
     app.command("batch")(pasur_batch.batch_command)

@@ -245,4 +245,79 @@ class _nothing:
         return None
 
 
-__all__ = ["run_selfplay", "selfplay_command", "train_command"]
+def _model_names(models: list[str]) -> dict[str, str]:
+    """``NAME=DIR`` or ``DIR`` (named after the folder) -> {name: folder}."""
+    named: dict[str, str] = {}
+    for text in models:
+        name, sep, folder = text.partition("=")
+        if not sep:
+            name, folder = Path(text.rstrip("/")).name or text, text
+        if not name or not folder:
+            raise TensorCFRError(f"--model {text!r}: give DIR or NAME=DIR")
+        if name in named or name == "random":
+            raise TensorCFRError(f"--model {text!r}: the name {name!r} is taken; use NAME=DIR")
+        named[name] = folder
+    return named
+
+
+def evaluate_command(
+    deal: Optional[str] = typer.Option(None, "--deal", help="52 card codes, pool first."),
+    deal_file: Optional[str] = typer.Option(None, "--deal-file", help="A file with the deal."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="The seeded random deal (as in "
+                                       "`pasur solve`)."),
+    models: list[str] = typer.Option([], "--model", help="Policy model folder (`pasur train "
+                                     "--out`), as DIR or NAME=DIR; repeat to compare models."),
+    no_random: bool = typer.Option(False, "--no-random", help="Leave out the uniform random "
+                                   "baseline."),
+    max_memory: str = typer.Option("4G", "--max-memory", help="Largest game tree to build "
+                                   "(bytes, or e.g. 4G)."),
+    threads: Optional[int] = typer.Option(None, "--threads", help="Torch and XGBoost threads "
+                                          "(default 1)."),
+    json_out: bool = typer.Option(False, "--json", help="Print one JSON object instead of text."),
+) -> None:
+    """Exact exploitability of policy models on a deal (on its full game tree) and the points
+    they lose per game against the exact player."""
+    from tensorcfr.cli.pasur_solve import choose_deal
+    from tensorcfr.utils.resources import set_threads
+
+    try:
+        the_deal = choose_deal(deal, deal_file, seed)
+        n_threads = set_threads(threads)
+        from tensorcfr.games.pasur.evaluate import evaluate_policies
+
+        show = not json_out and err_console.is_terminal
+        with err_console.status("building the game tree and evaluating", spinner="dots") \
+                if show else _nothing():
+            result = evaluate_policies(the_deal, _model_names(models), max_memory=max_memory,
+                                       threads=n_threads, include_random=not no_random)
+        result["seed"] = seed
+    except TensorCFRError as exc:
+        fail(str(exc), exc.exit_code)
+        return
+    if json_out:
+        print_json(result)
+        return
+    from rich.table import Table
+
+    from tensorcfr.games.pasur.cards import cards_str
+
+    console.print(f"deal     {cards_str(result['deal'])}", highlight=False, soft_wrap=True)
+    console.print(f"exact value {result['exact_value']:+.0f}; game tree {result['tree_nodes']:,} "
+                  f"nodes; points per game, Alex minus Bob", highlight=False, soft_wrap=True)
+    table = Table(title_justify="left")
+    for col in ("policy", "self", "BR>A", "BR>B", "expl.", "as A", "as B", "loss"):
+        table.add_column(col, justify="left" if col == "policy" else "right", no_wrap=True)
+    for name, r in result["policies"].items():
+        table.add_row(name, f"{r['self_play_value']:+.3f}", f"{r['best_response_to_alex']:+.3f}",
+                      f"{r['best_response_to_bob']:+.3f}", f"{r['exploitability']:.3f}",
+                      f"{r['vs_exact_as_alex']:+.3f}", f"{r['vs_exact_as_bob']:+.3f}",
+                      f"{r['loss_vs_exact']:.3f}")
+    console.print(table)
+    console.print("self: both follow the policy; BR>A / BR>B: a best response plays against "
+                  "Alex / Bob; expl. = BR>B - BR>A; as A / as B: the policy as Alex / Bob "
+                  "against the exact player; loss: points lost per game against exact (mean "
+                  "of both seats)", highlight=False, soft_wrap=True)
+    console.print(f"{result['seconds']:.1f} s, {n_threads} thread(s)", highlight=False)
+
+
+__all__ = ["evaluate_command", "run_selfplay", "selfplay_command", "train_command"]
