@@ -90,9 +90,11 @@ def test_exact_batch_rows(exact_batch):
         assert (r["alex_jacks"], r["alex_clubs"]) == alex_counts(deal)
         assert r["exact_fair_value"] == (1.0 if solution.value > 0 else
                                          0.5 if solution.value == 0 else 0.0)
-        # the exact player never ends below the exact value, from its own side
-        assert r["exact_vs_random_mean_diff"] >= solution.value
-        assert r["random_vs_exact_mean_diff"] <= solution.value
+        # exact vs exact: every game ends at the exact value
+        assert r["exact_vs_exact_min_diff"] == r["exact_vs_exact_max_diff"] == solution.value
+        # the exact player never ends a game below the exact value, from its own side
+        assert r["exact_vs_random_min_diff"] >= solution.value
+        assert r["random_vs_exact_max_diff"] <= solution.value
         for m in ("exact_vs_random", "random_vs_exact", "random_vs_random"):
             assert 0 <= r[f"{m}_alex_win_rate"] + r[f"{m}_tie_rate"] <= 1
     identity = json.loads((out / "batch.json").read_text())
@@ -178,8 +180,8 @@ def test_dcfr_batch_row(dcfr_batch):
                   f"{name}_vs_exact", f"exact_vs_{name}"):
             assert 0 <= row[f"{m}_fair_value"] <= 1
         # nobody beats the exact player on its own side of a deterministic game
-        assert row[f"{name}_vs_exact_mean_diff"] <= row["exact_value"]
-        assert row[f"exact_vs_{name}_mean_diff"] >= row["exact_value"]
+        assert row[f"{name}_vs_exact_max_diff"] <= row["exact_value"]
+        assert row[f"exact_vs_{name}_min_diff"] >= row["exact_value"]
     assert (out / "runs" / "deck_00003" / "strategy.parquet").is_file()
     assert (out / "models" / "deck_00003" / "policy.ubj").is_file()
 

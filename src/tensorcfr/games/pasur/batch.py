@@ -17,7 +17,7 @@ A batch folder ``DIR`` holds:
 Columns (see ``docs/pasur_selfplay.md``): ``deck`` (row index in the deck file), ``status``
 (``ok`` / ``error``), ``error``, ``deal``, ``alex_jacks``, ``alex_clubs`` (of the 24 cards
 Alex is dealt), ``exact_value``, ``states``, ``exact_seconds``, per matchup
-``<alex>_vs_<bob>_{mean_diff,alex_win_rate,tie_rate,fair_value}``, ``fair_value`` (near-Nash
+``<alex>_vs_<bob>_{mean_diff,min_diff,max_diff,alex_win_rate,tie_rate,fair_value}``, ``fair_value`` (near-Nash
 self-play: the exact players for ``exact``, the DCFR table for ``dcfr``), ``seconds``, and with
 ``dcfr`` the DCFR value, exploitability and model RMSE.
 """
@@ -55,7 +55,7 @@ IDENTITY_FILE = "batch.json"
 JOURNAL = "decks.jsonl"
 TABLE = "decks.parquet"
 SEEDS_SOURCE = "seeds"
-MATCHUP_STATS = ("mean_diff", "alex_win_rate", "tie_rate", "fair_value")
+MATCHUP_STATS = ("mean_diff", "min_diff", "max_diff", "alex_win_rate", "tie_rate", "fair_value")
 
 
 @dataclass(frozen=True)
@@ -167,7 +167,9 @@ def _matchup(row: dict[str, Any], deal: tuple[int, ...], alex: Any, bob: Any, ga
     summary = result.summary()
     prefix = f"{alex.name}_vs_{bob.name}"
     for key in MATCHUP_STATS:
-        row[f"{prefix}_{key}"] = float(summary[key])
+        value = summary[key]
+        row[f"{prefix}_{key}"] = int(value) if key.endswith(("min_diff", "max_diff")) \
+            else float(value)
 
 
 def _dcfr_run(deal: tuple[int, ...], iterations: int, out: Path) -> dict[str, Any]:
@@ -236,6 +238,9 @@ def solve_deck(deck: int, deal: Sequence[int], options: BatchOptions, out_dir: s
         exact = ExactPlayer(deal, solution=solution)
         rnd = RandomPlayer(deal)
         if games > 0:
+            # play after the deal is deterministic: every exact-vs-exact game must end at the
+            # exact value (min_diff = max_diff = exact_value), a check over every deck
+            _matchup(row, deal, exact, exact, games, seed + 8)
             _matchup(row, deal, exact, rnd, games, seed)
             _matchup(row, deal, rnd, exact, games, seed + 1)
             _matchup(row, deal, rnd, rnd, games, seed + 2)
