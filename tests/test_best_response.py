@@ -660,7 +660,7 @@ def test_cli_user_errors_are_one_line(tmp_path: Path) -> None:
     # Impossible options.
     _assert_one_line_error(
         _runner.invoke(_cli_app, ["exploitability", "kuhn_poker", str(path), "--device", "nope"]),
-        "not available")
+        "not a torch device")
     _assert_one_line_error(
         _runner.invoke(_cli_app, ["exploitability", "kuhn_poker", str(path),
                                   "--max-memory", "1K"]), "limit")

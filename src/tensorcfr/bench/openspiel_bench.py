@@ -159,6 +159,13 @@ class BenchConfig:
             raise BenchmarkError("the worker memory limit must be positive")
         if self.max_iters_per_rep < 1:
             raise BenchmarkError("max_iters_per_rep must be at least 1")
+        if any(s.startswith("ours") for s in self.solvers):
+            from tensorcfr.utils.device import resolve_device
+
+            try:  # our solver's device: refused here, not inside a worker's table row
+                resolve_device(self.device, "--device")
+            except TensorCFRError as exc:
+                raise BenchmarkError(str(exc)) from None
 
 
 def resolve_games(names: Iterable[str] | None) -> list[BenchGame]:
@@ -176,8 +183,26 @@ def resolve_games(names: Iterable[str] | None) -> list[BenchGame]:
         elif name in GAMES:
             games.append(GAMES[name])
         else:
+            _check_game_name(name)
             games.append(BenchGame(name, name))
     return games
+
+
+def _check_game_name(name: str) -> None:
+    """Raise :class:`BenchmarkError` (one line, with close matches among the benchmark keys
+    and OpenSpiel's game names) unless ``name`` names an OpenSpiel game."""
+    import difflib
+
+    import pyspiel
+
+    short = name.split("(", 1)[0].strip()
+    registered = list(pyspiel.registered_names())
+    if short in registered:
+        return
+    close = difflib.get_close_matches(short, list(GAMES) + registered, n=5, cutoff=0.5)
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    raise BenchmarkError(f"unknown game {name!r}: not a benchmark key ({', '.join(GAMES)}) "
+                         f"nor an OpenSpiel game{hint}")
 
 
 def resolve_solvers(names: Iterable[str] | None) -> list[str]:

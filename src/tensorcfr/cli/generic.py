@@ -24,6 +24,32 @@ def _status(message: str) -> Any:
     return err_console.status(message)
 
 
+CHECKPOINT_SECONDS = 60.0
+"""Default interval of ``solve --save`` checkpoints during a run (seconds of solving)."""
+
+WALK_REPORT_SECONDS = 10.0
+"""Interval of the walk's progress lines on a stderr that is not a terminal."""
+
+
+def _walk_progress(game: str, status: Any) -> Any:
+    """A ``flatten_game`` progress callback: updates the spinner on a terminal, else prints
+    one line every :data:`WALK_REPORT_SECONDS` seconds to stderr (long walks of big games
+    are then visible in logs)."""
+    started = time.perf_counter()
+    last = {"time": started}
+
+    def report(nodes: int, infosets: int) -> None:
+        now = time.perf_counter()
+        if status is not None:
+            status.update(f"walking {game}: {nodes:,} nodes, {infosets:,} infosets")
+        elif now - last["time"] >= WALK_REPORT_SECONDS:
+            last["time"] = now
+            err_console.print(f"walking {game}: {nodes:,} nodes, {infosets:,} infosets, "
+                              f"{now - started:.0f} s", highlight=False, soft_wrap=True)
+
+    return report
+
+
 def _eval_points(start: int, total: int, every: int) -> set[int]:
     """Iterations (absolute numbers) after which exploitability is evaluated."""
     points = {total}
@@ -77,7 +103,13 @@ def solve_command(
     max_memory: str = typer.Option("auto", "--max-memory",
                                    help="Refuse games needing more, e.g. 8G (default: the "
                                    "memory available now)."),
-    save: Optional[Path] = typer.Option(None, "--save", help="Write a checkpoint here (NPZ)."),
+    save: Optional[Path] = typer.Option(None, "--save", help="Write a checkpoint here (NPZ): "
+                                        "during the run (see --checkpoint-every) and at the "
+                                        "end."),
+    checkpoint_every: Optional[int] = typer.Option(
+        None, "--checkpoint-every", help="With --save: write the checkpoint every K "
+        "iterations (default: whenever 60 s of solving have passed since the last one; "
+        "0 = only at the end)."),
     resume: Optional[Path] = typer.Option(None, "--resume", help="Resume from a checkpoint."),
     policy_out: Optional[Path] = typer.Option(None, "--policy-out",
                                               help="Write the average policy (NPZ + JSON "
@@ -96,17 +128,31 @@ def solve_command(
     from tensorcfr.games.openspiel.flatten import flatten_game, load_game
     from tensorcfr.utils.resources import parse_memory, peak_rss_mb, set_threads
 
+    from tensorcfr.utils.device import resolve_device as check_device
+    from tensorcfr.utils.io import check_output_file
+
     if iterations < 1:
         raise TensorCFRError(f"--iterations must be at least 1, got {iterations}")
     if eval_every is not None and eval_every < 0:
         raise TensorCFRError(f"--eval-every must be >= 0, got {eval_every}")
+    if checkpoint_every is not None and checkpoint_every < 0:
+        raise TensorCFRError(f"--checkpoint-every must be >= 0, got {checkpoint_every}")
+    if checkpoint_every is not None and save is None:
+        raise TensorCFRError("--checkpoint-every needs --save FILE (where to write it)")
     n_threads = set_threads(threads)
     budget = parse_memory(max_memory)
-    resolve_device(device)  # fail before the (possibly long) walk
+    check_device(device, "--device")  # fail before the (possibly long) walk
     if dtype is not None:
         resolve_dtype(dtype)
     if algo is not None:
-        CFRVariant.parse(algo, alpha, beta, gamma)  # validate early: one-line error
+        try:
+            CFRVariant.parse(algo, alpha, beta, gamma)  # validate early: one-line error
+        except TensorCFRError as exc:
+            raise TensorCFRError(f"--algo: {exc}") from None
+    # Every output path is checked before the (possibly long) walk and solve.
+    for option, path in (("--save", save), ("--policy-out", policy_out), ("--plot", plot)):
+        if path is not None:
+            check_output_file(path, option)
     loaded = load_game(game)
     setup_started = time.perf_counter()
     if resume is not None:
@@ -126,18 +172,24 @@ def solve_command(
                 params.get("dtype"):
             raise TensorCFRError(f"--dtype {dtype} differs from the checkpoint's "
                                  f"{params.get('dtype')!r}")
-    with _status(f"walking {loaded} and building tensors"):
-        tree = flatten_game(loaded, max_memory_bytes=budget)
+    with _status(f"walking {loaded} and building tensors") as status:
+        tree = flatten_game(loaded, max_memory_bytes=budget,
+                            progress=_walk_progress(str(loaded), status))
         if resume is not None:
             solver = load_checkpoint(resume, game=tree, device=device, max_memory_bytes=budget)
         else:
             solver = TensorCFRSolver(tree, algo=algo or "cfr",
                                      alternating=True if alternating is None else alternating,
                                      alpha=alpha, beta=beta, gamma=gamma, device=device,
-                                     dtype=dtype or "float64", max_memory_bytes=budget)
+                                     dtype=dtype or "float64", max_memory_bytes=budget,
+                                     threads=n_threads)
     setup_seconds = time.perf_counter() - setup_started
 
     start_iteration = solver.iteration
+    if resume is not None:
+        err_console.print(f"resumed from {resume} at iteration {start_iteration:,} "
+                          f"({solver.algo}, {str(solver.dtype).removeprefix('torch.')}); "
+                          f"running {iterations:,} more", highlight=False, soft_wrap=True)
     target = start_iteration + iterations
     every = eval_every if eval_every is not None else max(1, iterations // 20)
     points = _eval_points(start_iteration, target, every)
@@ -167,6 +219,22 @@ def solve_command(
                         TextColumn("{task.completed}/{task.total}"),
                         TextColumn("expl {task.fields[expl]}"), TimeRemainingColumn(),
                         console=err_console, transient=True, disable=not err_console.is_terminal)
+    last_save = {"time": time.perf_counter(), "iteration": start_iteration}
+    checkpoints_written = 0
+
+    def maybe_checkpoint() -> None:
+        nonlocal checkpoints_written
+        if save is None or checkpoint_every == 0 or solver.iteration >= target:
+            return
+        if checkpoint_every is not None:
+            due = solver.iteration - last_save["iteration"] >= checkpoint_every
+        else:
+            due = time.perf_counter() - last_save["time"] >= CHECKPOINT_SECONDS
+        if due:
+            solver.save(str(save))
+            checkpoints_written += 1
+            last_save.update(time=time.perf_counter(), iteration=solver.iteration)
+
     with progress:
         task = progress.add_task(f"{solver.algo} {solver.game_string}", total=iterations,
                                  expl="-")
@@ -178,6 +246,10 @@ def solve_command(
                 if solver.device.type == "cuda":  # pragma: no cover - no GPU here
                     torch.cuda.synchronize(solver.device)
                 progress.update(task, completed=solver.iteration - start_iteration)
+                if save is not None:
+                    solve_seconds += time.perf_counter() - started
+                    maybe_checkpoint()
+                    started = time.perf_counter()
             solve_seconds += time.perf_counter() - started
             if step_end in points:
                 last_result = evaluate()
@@ -217,6 +289,7 @@ def solve_command(
         "num_action_slots": solver.tree.num_slots,
         "estimated_memory_mb": solver.estimated_memory_bytes / 2**20,
         "exploitability_history": [[i, e] for i, e in history],
+        "resumed_from_iteration": start_iteration if resume is not None else None,
     }
     if evaluation_error:
         summary["note"] = f"no exploitability: {evaluation_error[0]}"

@@ -45,12 +45,49 @@ def _register() -> None:
 _register()
 
 
+def usage_error_line(exc: Exception) -> str:
+    """One line for a click/typer usage error (bad option value, unknown option, missing
+    argument), e.g. ``Invalid value for '--iterations' / '-n': '1e3' is not a valid integer;
+    see `tensorcfr solve --help```."""
+    message = " ".join(str(exc.format_message()).split()).rstrip(".")  # type: ignore[attr-defined]
+    ctx = getattr(exc, "ctx", None)
+    path = getattr(ctx, "command_path", None) or "tensorcfr"
+    return f"{message}; see `{path} --help`"
+
+
 def main() -> None:
-    """Run the CLI; user errors become one red line on stderr and a non-zero exit code."""
+    """Run the CLI; user errors become one red line on stderr and a non-zero exit code.
+
+    Usage errors that typer would print as a multi-line box (``-n 1e3``, ``--seed abc``,
+    unknown options) are printed as one ``error:`` line too, with exit code 2.
+    """
+    try:  # typer >= 0.2x vendors click as typer._click; older versions use click itself
+        from typer._click import exceptions as click_exceptions
+    except ImportError:  # pragma: no cover - older typer
+        from click import exceptions as click_exceptions  # type: ignore[no-redef]
+    no_args_is_help = getattr(click_exceptions, "NoArgsIsHelpError", ())
+
     try:
-        app()
+        code = app(standalone_mode=False)
+        if isinstance(code, int) and not isinstance(code, bool) and code:
+            sys.exit(code)
+    except no_args_is_help as exc:  # type: ignore[misc]
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click_exceptions.ClickException as exc:
+        from rich.markup import escape
+
+        err_console.print(f"[bold red]error:[/] {escape(usage_error_line(exc))}",
+                          highlight=False, soft_wrap=True)
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        err_console.print("[bold red]aborted[/]")
+        sys.exit(1)
     except TensorCFRError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        from rich.markup import escape
+
+        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False,
+                          soft_wrap=True)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         err_console.print("[bold red]interrupted[/]")

@@ -236,17 +236,17 @@ def run_dcfr_solve(deal: Sequence[int], mode: str = "dag", iterations: int = 100
     cfr_variant = CFRVariant.parse(variant, alpha, beta, gamma)
     if convergence and out is None:
         raise TensorCFRError("--convergence writes files: give an --out folder")
-    try:
-        torch_device = torch.device(device)
-        torch.zeros(1, device=torch_device)
-    except (RuntimeError, AssertionError) as exc:
-        raise TensorCFRError(f"device {device!r} is not usable: {exc}") from None
+    from tensorcfr.utils.device import resolve_device
+
+    torch_device = resolve_device(device, "--device")
     used_threads = set_threads(threads)
     keep_freed_memory()  # reuse freed temporaries instead of faulting in fresh pages
     limit = _memory_limit(max_memory)
     out_dir = Path(out) if out is not None else None
-    if out_dir is not None and out_dir.exists() and not out_dir.is_dir():
-        raise TensorCFRError(f"--out {out_dir} exists and is not a folder")
+    if out_dir is not None:
+        from tensorcfr.utils.io import check_output_dir
+
+        check_output_dir(out_dir, "--out")  # before the build and the solve
 
     t0 = time.perf_counter()
     graphs = build_graphs(deal, mode, device=str(torch_device), max_memory=limit)
@@ -395,7 +395,10 @@ def exploitability_command(
         strategies_from_table
     from tensorcfr.utils.resources import peak_rss_mb, set_threads
 
+    from tensorcfr.utils.device import resolve_device
+
     started = time.perf_counter()
+    resolve_device(device, "--device")  # one-line error before any work
     manifest = _read_manifest(folder)
     try:
         deal = validate_deal(manifest["deal"])

@@ -16,19 +16,41 @@ METHODS = ("exact", "dcfr")
 MODES = ("tree", "dag")
 
 
-def read_deal_file(path: str) -> tuple[int, ...]:
-    """A deal from a file: a JSON list of 52 card indices, or 52 card codes as text.
+MAX_DEAL_FILE_BYTES = 1 * 2**20
+"""Largest deal file read (a deal is 52 short codes); bigger files are refused unread."""
 
-    Raises :class:`InvalidDealError` (one line) for unreadable files and bad deals.
+
+def read_deal_file(path: str) -> tuple[int, ...]:
+    """A deal from a file: a JSON list of 52 card indices or 52 card codes (``"Ac"``...),
+    or 52 card codes as text.
+
+    Raises :class:`InvalidDealError` (one line) for unreadable or oversized files, game
+    records (which hold a deal but are not one) and bad deals.
     """
     from tensorcfr.games.pasur.rules import parse_deal, validate_deal
+    from tensorcfr.utils.io import read_small_file
 
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = read_small_file(path, "a deal file", MAX_DEAL_FILE_BYTES).decode("utf-8")
+    except TensorCFRError as exc:
+        raise InvalidDealError(str(exc)) from None
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise InvalidDealError(f"cannot read deal file {path}: {reason}") from None
     stripped = text.strip()
+    if stripped.startswith("{"):
+        hint = ""
+        try:
+            obj = json.loads(stripped)
+            if isinstance(obj, dict) and "deal" in obj:
+                hint = (" (it looks like a game record: its \"deal\" list is the deal; "
+                        "replay it with `tensorcfr pasur replay`)")
+        except json.JSONDecodeError:
+            pass
+        raise InvalidDealError(
+            f"deal file {path} holds a JSON object{hint}; a deal file holds a JSON list of 52 "
+            "card indices or codes, e.g. [0, 1, ...] or [\"Ac\", \"Ad\", ...], or 52 card "
+            "codes as text, pool first")
     if stripped.startswith("["):
         try:
             cards = json.loads(stripped)
@@ -36,8 +58,13 @@ def read_deal_file(path: str) -> tuple[int, ...]:
             raise InvalidDealError(
                 f"deal file {path} is not valid JSON ({exc.msg} at line {exc.lineno})") from None
         if not isinstance(cards, list):
-            raise InvalidDealError(f"deal file {path} must hold a JSON list of 52 card indices")
+            raise InvalidDealError(f"deal file {path} must hold a JSON list of 52 card indices "
+                                   "or codes")
         try:
+            if cards and all(isinstance(c, str) for c in cards):
+                return parse_deal(" ".join(cards))
+            if any(isinstance(c, str) for c in cards):
+                raise InvalidDealError("mixes card codes and indices; use one or the other")
             return validate_deal(cards)
         except InvalidDealError as exc:
             raise InvalidDealError(f"deal file {path}: {exc}") from None
@@ -67,12 +94,32 @@ def choose_deal(deal: str | None, deal_file: str | None, seed: int | None) -> tu
     return random_deal(seed)
 
 
-def _check_options(method: str, mode: str, iterations: int, variant: str,
+DCFR_DEFAULTS = {"mode": "dag", "iterations": 1000, "variant": "dcfr"}
+"""Defaults of the options that only ``--method dcfr`` reads."""
+
+
+def _check_options(method: str, mode: str | None, iterations: int | None, variant: str | None,
                    alpha: float | None, beta: float | None, gamma: float | None,
-                   device: str) -> None:
-    """One-line errors for impossible option values (checked for every method)."""
+                   device: str, convergence: bool = False) -> None:
+    """One-line errors for impossible option values (checked for every method), and for
+    DCFR-only options given with ``--method exact`` (which would silently ignore them)."""
     if method not in METHODS:
         raise TensorCFRError(f"--method must be one of {', '.join(METHODS)}, got {method!r}")
+    if method == "exact":
+        given = [name for name, value in (("--mode", mode), ("--iterations", iterations),
+                                          ("--variant", variant), ("--alpha", alpha),
+                                          ("--beta", beta), ("--gamma", gamma))
+                 if value is not None]
+        if convergence:
+            given.append("--convergence")
+        if given:
+            raise TensorCFRError(f"{', '.join(given)} only appl{'ies' if len(given) == 1 else 'y'}"
+                                 " to --method dcfr; the exact solver has no iterations, mode "
+                                 "or variant (add --method dcfr, or drop "
+                                 f"{'it' if len(given) == 1 else 'them'})")
+    mode = DCFR_DEFAULTS["mode"] if mode is None else mode
+    iterations = DCFR_DEFAULTS["iterations"] if iterations is None else iterations
+    variant = DCFR_DEFAULTS["variant"] if variant is None else variant
     if mode not in MODES:
         raise TensorCFRError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
     if iterations < 1:
@@ -80,17 +127,18 @@ def _check_options(method: str, mode: str, iterations: int, variant: str,
     for label, value in (("--alpha", alpha), ("--beta", beta), ("--gamma", gamma)):
         if value is not None and not math.isfinite(value):
             raise TensorCFRError(f"{label} must be a finite number, got {value}")
-    from tensorcfr.core.regret import CFRVariant
-
-    CFRVariant.parse(variant, alpha, beta, gamma)
-    import torch
+    from tensorcfr.core.regret import VARIANT_NAMES, CFRVariant
 
     try:
-        dev = torch.device(device)
-    except (RuntimeError, ValueError):
-        raise TensorCFRError(f"--device {device!r} is not a torch device (e.g. cpu, cuda)") from None
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise TensorCFRError("--device cuda: no CUDA device is available on this machine")
+        CFRVariant.parse(variant, alpha, beta, gamma)
+    except TensorCFRError as exc:
+        if "unknown CFR algorithm" in str(exc):
+            raise TensorCFRError(f"--variant {variant!r} is not a CFR variant: choose one of "
+                                 f"{', '.join(VARIANT_NAMES)}") from None
+        raise
+    from tensorcfr.utils.device import resolve_device
+
+    resolve_device(device, "--device")
 
 
 def _print_solution(solution: Any, threads: int) -> None:
@@ -137,7 +185,7 @@ def _run_exact(deal: tuple[int, ...], seed: int | None, json_out: bool, max_memo
     from tensorcfr.games.pasur.exact import NUM_LEVELS, solve_exact
     from tensorcfr.utils.io import write_json_atomic
 
-    if json_out:
+    if json_out or not err_console.is_terminal:  # no bar (nor its blank line) in logs
         solution = solve_exact(deal, device=device, max_memory=max_memory)
     else:
         with Progress(TextColumn("solving"), BarColumn(), TextColumn("play {task.completed}/48"),
@@ -148,8 +196,6 @@ def _run_exact(deal: tuple[int, ...], seed: int | None, json_out: bool, max_memo
     summary = {"method": "exact", "seed": seed, "threads": threads, **solution.summary()}
     if out is not None:
         folder = Path(out)
-        if folder.exists() and not folder.is_dir():
-            raise TensorCFRError(f"--out {out} exists and is not a folder")
         write_json_atomic(folder / "exact_solution.json", summary)
         write_json_atomic(folder / "principal_line.json", solution.principal_line)
     if json_out:
@@ -165,7 +211,8 @@ def solve_command(
     deal: Optional[str] = typer.Option(None, "--deal", help="52 card codes, pool first "
                                        "(e.g. \"Ac As 9d Kd 4c ...\")."),
     deal_file: Optional[str] = typer.Option(None, "--deal-file", help="A file with the deal: "
-                                            "a JSON list of 52 card indices or 52 card codes."),
+                                            "a JSON list of 52 card indices or card codes, or "
+                                            "52 card codes as text."),
     seed: Optional[int] = typer.Option(None, "--seed", help="Solve the seeded random deal."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object instead of text."),
     max_memory: Optional[str] = typer.Option(None, "--max-memory", help="Memory limit, e.g. 8G "
@@ -174,10 +221,12 @@ def solve_command(
     device: str = typer.Option("cpu", "--device", help="Torch device (cpu, cuda, ...)."),
     method: str = typer.Option("exact", "--method", help="exact (minimax by backward "
                                "induction) or dcfr (round-by-round CFR)."),
-    mode: str = typer.Option("dag", "--mode", help="dcfr: tree (the paper's game tree) or dag "
-                             "(merged states)."),
-    iterations: int = typer.Option(1000, "--iterations", help="dcfr: iterations per round."),
-    variant: str = typer.Option("dcfr", "--variant", help="dcfr: cfr, cfr+, lcfr, dcfr, pcfr+."),
+    mode: Optional[str] = typer.Option(None, "--mode", help="dcfr: tree (the paper's game "
+                                       "tree) or dag (merged states; the default)."),
+    iterations: Optional[int] = typer.Option(None, "--iterations",
+                                             help="dcfr: iterations per round (default 1000)."),
+    variant: Optional[str] = typer.Option(None, "--variant", help="dcfr: cfr, cfr+, lcfr, "
+                                          "dcfr (the default), pcfr+."),
     alpha: Optional[float] = typer.Option(None, "--alpha", help="dcfr: DCFR alpha (1.5)."),
     beta: Optional[float] = typer.Option(None, "--beta", help="dcfr: DCFR beta (0)."),
     gamma: Optional[float] = typer.Option(None, "--gamma", help="dcfr: DCFR gamma (2)."),
@@ -190,13 +239,20 @@ def solve_command(
 
     try:
         the_deal = choose_deal(deal, deal_file, seed)
-        _check_options(method, mode, iterations, variant, alpha, beta, gamma, device)
+        _check_options(method, mode, iterations, variant, alpha, beta, gamma, device,
+                       convergence)
+        if out is not None:
+            from tensorcfr.utils.io import check_output_dir
+
+            check_output_dir(out, "--out")  # before the solve, not after it
         memory_limit = parse_memory(max_memory)
         n_threads = set_threads(threads)
         if method == "dcfr":
             from tensorcfr.cli.pasur_cfr import run_dcfr_solve
 
-            run_dcfr_solve(deal=the_deal, mode=mode, iterations=iterations, variant=variant,
+            run_dcfr_solve(deal=the_deal, mode=mode or DCFR_DEFAULTS["mode"],
+                           iterations=iterations or DCFR_DEFAULTS["iterations"],
+                           variant=variant or DCFR_DEFAULTS["variant"],
                            alpha=alpha, beta=beta, gamma=gamma, out=out, convergence=convergence,
                            json_out=json_out, max_memory=memory_limit, threads=n_threads,
                            device=device, seed=seed)

@@ -46,7 +46,7 @@ from tensorcfr.core.regret import (
 )
 from tensorcfr.core.tree import KIND_CHANCE, LevelTree, estimate_tree_bytes
 from tensorcfr.errors import MemoryLimitError, TensorCFRError
-from tensorcfr.utils.resources import format_bytes
+from tensorcfr.utils.resources import DEFAULT_THREADS, format_bytes, set_threads
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyspiel
@@ -84,18 +84,12 @@ def resolve_dtype(dtype: torch.dtype | str) -> torch.dtype:
 
 
 def resolve_device(device: torch.device | str | None) -> torch.device:
-    """A usable torch device (``"cpu"``, ``"cuda"``, ``"cuda:1"``...); one-line error if not."""
-    if device is None:
-        return torch.device("cpu")
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, TypeError) as exc:
-        raise TensorCFRError(f"unknown device {device!r}: {exc}") from None
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise TensorCFRError(f"device {device!r} requested but CUDA is not available here")
-    if dev.type == "mps" and not torch.backends.mps.is_available():
-        raise TensorCFRError(f"device {device!r} requested but MPS is not available here")
-    return dev
+    """A usable torch device (``"cpu"``, ``"cuda"``, ``"cuda:1"``...); one-line
+    :class:`TensorCFRError` otherwise (see :func:`tensorcfr.utils.device.resolve_device`:
+    ``meta`` and unavailable devices are refused)."""
+    from tensorcfr.utils.device import resolve_device as _resolve
+
+    return _resolve(device, "device")
 
 
 class _FlatTree:
@@ -397,6 +391,12 @@ class TensorCFRSolver:
         dtype: ``torch.float64`` (default, for parity) or ``torch.float32``.
         max_memory_bytes: refuse (``MemoryLimitError``) when the estimated memory of the tree
             plus solver exceeds this many bytes; ``None`` means no limit.
+        threads: torch intra-op threads, set for the whole process with
+            ``torch.set_num_threads`` when the solver is built (default 1, as the CLI's
+            ``--threads``: on the 2-core reference machine torch's default thread count made
+            ``CFRSolver("tiny_bridge_2p").iterate(100)`` 30x slower, 68-80 ms against
+            2.3-2.6 ms per iteration; see docs/benchmarks/threads.md).  ``None`` leaves
+            torch's setting as it is.
 
     The API mirrors OpenSpiel's ``CFRSolver``: :meth:`evaluate_and_update_policy` runs one
     iteration, :meth:`average_policy` / :meth:`current_policy` return the policies (here as
@@ -413,7 +413,11 @@ class TensorCFRSolver:
                  beta: float | None = None, gamma: float | None = None,
                  device: torch.device | str | None = "cpu",
                  dtype: torch.dtype | str = torch.float64,
-                 max_memory_bytes: int | None = None) -> None:
+                 max_memory_bytes: int | None = None,
+                 threads: int | None = DEFAULT_THREADS) -> None:
+        if threads is not None:
+            set_threads(threads)
+        self.threads = torch.get_num_threads()
         self.variant = algo if isinstance(algo, CFRVariant) else CFRVariant.parse(
             algo, alpha, beta, gamma)
         self.alternating = bool(alternating)

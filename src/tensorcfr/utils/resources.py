@@ -67,3 +67,16 @@ def set_threads(n: int | None) -> int:
     n = min(n, os.cpu_count() or n)
     torch.set_num_threads(n)
     return n
+
+
+_PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def current_rss_bytes() -> int:
+    """Resident set size of this process now, in bytes (``/proc/self/statm``; cheap, about
+    10 us, so loops may call it every few thousand steps).  Falls back to psutil."""
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            return int(statm.read().split()[1]) * _PAGE_SIZE
+    except (OSError, ValueError, IndexError):  # pragma: no cover - not Linux
+        return int(psutil.Process().memory_info().rss)

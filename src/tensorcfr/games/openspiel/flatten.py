@@ -18,14 +18,14 @@ import sys
 import time
 from array import array
 from itertools import chain
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 import torch
 
 from tensorcfr.core.tree import KIND_CHANCE, KIND_TERMINAL, Level, LevelTree, estimate_tree_bytes
 from tensorcfr.errors import MemoryLimitError, TensorCFRError
-from tensorcfr.utils.resources import format_bytes
+from tensorcfr.utils.resources import current_rss_bytes, format_bytes
 
 __all__ = ["GameLoadError", "UnsupportedGameError", "load_game", "flatten_game",
            "perfect_recall_violations", "WALK_BYTES_PER_PENDING_STATE", "WALK_BYTES_PER_FRONTIER_STATE",
@@ -36,6 +36,10 @@ WALK_BYTES_PER_PENDING_STATE = 1024
 
 WALK_BYTES_PER_FRONTIER_STATE = WALK_BYTES_PER_PENDING_STATE
 """Former name of :data:`WALK_BYTES_PER_PENDING_STATE` (the walk was breadth first)."""
+
+KEY_OVERHEAD_BYTES = 120
+"""Bytes per information set besides its string's characters: the str object header, the
+dict entry of the walk's key -> id map, and the list slot of ``infoset_keys``."""
 
 WALK_BYTES_PER_NODE = 128
 """Rough bytes of walk bookkeeping per node: the typed arrays of the depth-first walk
@@ -148,7 +152,8 @@ def _check_supported(game: "object", name: str) -> None:
 
 def flatten_game(game: "str | object", *, max_memory_bytes: int | None = None,
                  dtype: torch.dtype = torch.float64, require_perfect_recall: bool = False,
-                 max_nodes: int | None = None) -> LevelTree:
+                 max_nodes: int | None = None,
+                 progress: "Callable[[int, int], None] | None" = None) -> LevelTree:
     """Walk an OpenSpiel game once and flatten it into a :class:`LevelTree`.
 
     Args:
@@ -166,6 +171,14 @@ def flatten_game(game: "str | object", *, max_memory_bytes: int | None = None,
             strings forget the order of one's own bids), but without its guarantees, and
             exact best responses need perfect recall.
         max_nodes: optional hard cap on the number of nodes.
+        progress: called as ``progress(nodes_visited, infosets_found)`` every few thousand
+            nodes of the walk (for progress displays).
+
+    The memory budget is enforced twice during the walk, every 1024 states created: the estimate
+    for the nodes and infosets found so far (tree, solver, walk bookkeeping and the
+    information-state strings, whose actual lengths are counted) and the process's
+    actual resident memory growth since the walk started; whichever exceeds
+    ``max_memory_bytes`` first stops the walk with :class:`MemoryLimitError`.
 
     Returns:
         The tree on CPU, with ``setup_seconds`` set to the walk + conversion time.
@@ -177,7 +190,7 @@ def flatten_game(game: "str | object", *, max_memory_bytes: int | None = None,
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        tree = _flatten(loaded, max_memory_bytes, dtype, max_nodes)
+        tree = _flatten(loaded, max_memory_bytes, dtype, max_nodes, progress)
     finally:
         if gc_was_enabled:
             gc.enable()
@@ -192,7 +205,8 @@ def flatten_game(game: "str | object", *, max_memory_bytes: int | None = None,
 
 
 def _flatten(loaded: "object", max_memory_bytes: int | None, dtype: torch.dtype,
-             max_nodes: int | None) -> LevelTree:
+             max_nodes: int | None,
+             progress: "Callable[[int, int], None] | None" = None) -> LevelTree:
     """The depth-first walk of :func:`flatten_game` (no perfect-recall check).
 
     Nodes are recorded in depth-first pre-order into compact typed arrays (about 40 bytes
@@ -240,7 +254,12 @@ def _flatten(loaded: "object", max_memory_bytes: int | None, dtype: torch.dtype,
     append_kind, append_infoset = node_kind.append, node_infoset.append
     append_slot, append_prob = node_slot.append, node_prob.append
     node_limit = max_nodes if max_nodes is not None else -1
-    check_every = 4096
+    key_bytes = 0  # bytes of the information-state strings kept (and their dict entries)
+    rss_start = current_rss_bytes()
+    # Checks run every ``check_every`` OpenSpiel states created (nodes visited plus states
+    # waiting on the stack): deep games such as chess push tens of thousands of large
+    # states before visiting a few thousand nodes.
+    check_every = 1024
     next_check = check_every
     node = -1
     while stack:
@@ -249,11 +268,14 @@ def _flatten(loaded: "object", max_memory_bytes: int | None, dtype: torch.dtype,
         if node == node_limit:
             raise MemoryLimitError(
                 f"{game_string} has more than {max_nodes} nodes (limit reached while walking)")
-        if node == next_check:
-            next_check += check_every
+        if node + len(stack) >= next_check:
+            next_check = node + len(stack) + check_every
             if max_memory_bytes is not None:
                 _check_walk_memory(game_string, node, len(stack), num_slots, len(infoset_keys),
-                                   num_players, float_bytes, max_memory_bytes)
+                                   num_players, float_bytes, max_memory_bytes, key_bytes,
+                                   current_rss_bytes() - rss_start)
+            if progress is not None:
+                progress(node, len(infoset_keys))
         append_depth(depth)
         append_parent(parent)
         append_slot(slot)
@@ -280,6 +302,7 @@ def _flatten(loaded: "object", max_memory_bytes: int | None, dtype: torch.dtype,
                     raise UnsupportedGameError(
                         f"{game_string}: decision node without legal actions ({key!r})")
                 info = len(infoset_keys)
+                key_bytes += len(key) + KEY_OVERHEAD_BYTES
                 infoset_index[key] = info
                 infoset_keys.append(key)
                 infoset_player.append(player)
@@ -305,7 +328,10 @@ def _flatten(loaded: "object", max_memory_bytes: int | None, dtype: torch.dtype,
     total_nodes = node + 1
     if max_memory_bytes is not None:
         _check_walk_memory(game_string, total_nodes, 0, num_slots, len(infoset_keys),
-                           num_players, float_bytes, max_memory_bytes)
+                           num_players, float_bytes, max_memory_bytes, key_bytes,
+                           current_rss_bytes() - rss_start)
+    if progress is not None:
+        progress(total_nodes, len(infoset_keys))
     del infoset_index  # the keys are kept in infoset_keys
 
     # --- level order: stable sort of the walk order by depth.
@@ -408,12 +434,22 @@ def _flatten(loaded: "object", max_memory_bytes: int | None, dtype: torch.dtype,
 
 def _check_walk_memory(game_string: str, nodes: int, pending: int, num_slots: int,
                        num_infosets: int, num_players: int, float_bytes: int,
-                       max_memory_bytes: int) -> None:
+                       max_memory_bytes: int, key_bytes: int = 0, rss_growth: int = 0) -> None:
     """Raise :class:`MemoryLimitError` when the tree + solver + walk estimate for the
-    ``nodes`` visited (and ``pending`` states on the stack) exceeds the budget."""
+    ``nodes`` visited (and ``pending`` states on the stack, and ``key_bytes`` of
+    information-state strings) exceeds the budget, or when the process has already grown
+    by more than the budget (``rss_growth`` bytes) since the walk started."""
+    if rss_growth > max_memory_bytes:
+        raise MemoryLimitError(
+            f"{game_string}: the walk of the game tree already holds "
+            f"{format_bytes(rss_growth)} after {nodes:,} nodes ({num_infosets:,} information "
+            f"sets), more than the limit of {format_bytes(max_memory_bytes)}; this game is "
+            "too large for the tensor CFR engine at this limit (raise --max-memory or pick a "
+            "smaller game configuration)")
     estimate = estimate_tree_bytes(nodes + pending, num_slots, num_infosets, num_players,
                                    float_bytes)
     estimate += pending * WALK_BYTES_PER_PENDING_STATE + (nodes + pending) * WALK_BYTES_PER_NODE
+    estimate += key_bytes
     if estimate > max_memory_bytes:
         raise MemoryLimitError(
             f"{game_string} needs more than {format_bytes(estimate)} (at least "

@@ -172,15 +172,26 @@ def _decode_error_message(text: str, exc: json.JSONDecodeError) -> str:
     return f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
 
 
+MAX_RECORD_BYTES = 4 * 2**20
+"""Largest game record file read (a 48-play record is a few KiB); bigger files are refused
+before being read."""
+
+
 def load_record(path: str | os.PathLike[str]) -> GameRecord:
     """Read and validate a game record file.
 
-    Raises :class:`InvalidRecordError` (one line) if the file is missing or unreadable, is not
+    Raises :class:`InvalidRecordError` (one line) if the file is missing or unreadable, is
+    larger than :data:`MAX_RECORD_BYTES`, is not
     UTF-8, is empty, truncated or not JSON, or is not a valid record (see :func:`parse_record`).
     """
+    from tensorcfr.errors import TensorCFRError
+    from tensorcfr.utils.io import read_small_file
+
     p = Path(path)
     try:
-        raw = p.read_bytes()
+        raw = read_small_file(p, "a game record", MAX_RECORD_BYTES, name_path=False)
+    except TensorCFRError as exc:
+        raise InvalidRecordError(str(exc)) from None
     except FileNotFoundError:
         raise InvalidRecordError("no such file") from None
     except IsADirectoryError:

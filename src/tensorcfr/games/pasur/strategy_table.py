@@ -287,6 +287,8 @@ def strategies_from_table(table: StrategyTable, graphs: Sequence[RoundGraph],
 
     out = uniform_strategies(graphs)
     by_round = {g.round_index: i for i, g in enumerate(graphs)}
+    # Per round and ply: which nodes got rows (None: none of them).
+    has_rows: list[list[Tensor | None]] = [[None] * PLIES_PER_ROUND for _ in graphs]
     t = table.table
     rounds = t.column("round").to_numpy().astype(np.int64)
     plies = t.column("ply").to_numpy().astype(np.int64)
@@ -296,8 +298,9 @@ def strategies_from_table(table: StrategyTable, graphs: Sequence[RoundGraph],
     probs = t.column("probability").to_numpy()
     for round_index in np.unique(rounds):
         if int(round_index) not in by_round:
-            raise CorruptFileError(f"the strategy table has rows of round {round_index + 1}, "
-                                   "which the game graph does not have")
+            raise CorruptFileError(f"the strategy table has rows of round {round_index} "
+                                   "(0-based, as in its 'round' column), which the game graph "
+                                   "does not have")
         position = by_round[int(round_index)]
         graph = graphs[position]
         for level in range(PLIES_PER_ROUND):
@@ -309,7 +312,8 @@ def strategies_from_table(table: StrategyTable, graphs: Sequence[RoundGraph],
             if int(e.min()) < 0 or int(e.max()) >= num_edges:
                 raise CorruptFileError(
                     f"the strategy table names edges the game graph does not have (round "
-                    f"{round_index + 1}, ply {level + 1}): was it solved on another graph?")
+                    f"{round_index}, ply {level}, 0-based as in the table): was it solved on "
+                    "another graph?")
             device = graph.edge_card[level].device
             e = e.to(device)
             same = (graph.edge_card[level].index_select(0, e).cpu().numpy() == cards[sel]) & (
@@ -317,7 +321,8 @@ def strategies_from_table(table: StrategyTable, graphs: Sequence[RoundGraph],
             if not same.all():
                 raise CorruptFileError(
                     f"the strategy table's actions do not match the game graph (round "
-                    f"{round_index + 1}, ply {level + 1}): was it solved on another graph?")
+                    f"{round_index}, ply {level}, 0-based as in the table): was it solved on "
+                    "another graph?")
             strategy = out[position][level]
             strategy[e] = torch.as_tensor(probs[sel], dtype=strategy.dtype, device=device)
             parent = graph.edge_parent[level]
@@ -334,11 +339,39 @@ def strategies_from_table(table: StrategyTable, graphs: Sequence[RoundGraph],
                      != edges_per_node.index_select(0, nodes)).any()):
                 raise CorruptFileError(
                     f"the strategy table's rows of a node are incomplete or repeated (round "
-                    f"{round_index + 1}, ply {level + 1}): the table is incomplete or corrupt")
+                    f"{round_index}, ply {level}, 0-based as in the table): the table is "
+                    "incomplete or corrupt")
             sums = torch.zeros(graph.num_nodes[level], dtype=strategy.dtype, device=device)
             sums.index_add_(0, parent, strategy)
             if bool(((sums.index_select(0, nodes) - 1).abs() > tolerance).any()):
                 raise CorruptFileError(
                     f"the strategy table's probabilities of a node do not sum to 1 (round "
-                    f"{round_index + 1}, ply {level + 1}): the table is incomplete or corrupt")
+                    f"{round_index}, ply {level}, 0-based as in the table): the table is "
+                    "incomplete or corrupt")
+            has_rows[position][level] = rows_per_node > 0
+    _check_reached_nodes_have_rows(graphs, out, has_rows)
     return out
+
+
+def _check_reached_nodes_have_rows(graphs: Sequence[RoundGraph], strategies: list[list[Tensor]],
+                                   has_rows: list[list[Tensor | None]]) -> None:
+    """Raise :class:`CorruptFileError` when a node its mover reaches (own reach > 0 under the
+    table's strategy, the rule :func:`write_strategy_table` keeps rows by) has no rows: such
+    a table lost rows (e.g. the root's), and a uniform default there would change values."""
+    from tensorcfr.games.pasur.round_cfr import reach_probabilities
+
+    reaches = reach_probabilities(graphs, strategies)
+    for position, graph in enumerate(graphs):
+        for level in range(PLIES_PER_ROUND):
+            mover = level % 2
+            node_reach = reaches[position][level][mover]
+            rows = has_rows[position][level]
+            reached = node_reach > 0
+            missing = reached if rows is None else reached & ~rows.to(reached.device)
+            if bool(missing.any()):
+                node = int(missing.nonzero()[0, 0])
+                count = int(missing.sum())
+                raise CorruptFileError(
+                    f"the strategy table has no rows for {count:,} node(s) that their mover "
+                    f"reaches (first: node {node} of round {graph.round_index}, ply {level}, "
+                    "0-based as in the table): the table is incomplete or corrupt")
