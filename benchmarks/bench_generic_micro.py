@@ -36,7 +36,7 @@ import torch
 torch.set_num_threads(1)
 import pyspiel
 import tensorcfr
-from tensorcfr.core.cfr import TensorCFRSolver
+from tensorcfr.games.openspiel import TensorCFRSolver
 game, seconds, reps, memory_only = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "1"
 base_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 t0 = time.perf_counter()

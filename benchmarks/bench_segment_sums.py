@@ -6,7 +6,7 @@ fastest one measured here (scatter_add_); see docs/generic_engine.md.
 """
 import sys, time, torch
 torch.set_num_threads(1)
-from tensorcfr.core.cfr import TensorCFRSolver
+from tensorcfr.games.openspiel import TensorCFRSolver
 g = sys.argv[1]
 s = TensorCFRSolver(g); s.iterate(2)
 flat = s._flat; levels = s._levels; edge = s._edge_prob

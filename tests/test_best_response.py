@@ -41,7 +41,8 @@ from tensorcfr.core.best_response import (  # noqa: E402
     policy_values,
     validate_policy,
 )
-from tensorcfr.core.policy_io import from_tabular_policy, save_policy  # noqa: E402
+from tensorcfr.core.policy_io import save_policy  # noqa: E402
+from tensorcfr.games.openspiel.policy import from_tabular_policy  # noqa: E402
 from tensorcfr.core.tree import KIND_CHANCE, KIND_TERMINAL, Level, LevelTree  # noqa: E402
 from tensorcfr.errors import TensorCFRError  # noqa: E402
 from tensorcfr.games.openspiel.flatten import flatten_game, load_game  # noqa: E402
@@ -688,7 +689,7 @@ def test_cli_entry_point_exit_code(tmp_path: Path) -> None:
 @pytest.mark.parametrize("game_string,algo", [("kuhn_poker", "cfr+"), ("leduc_poker", "dcfr")])
 def test_tensor_cfr_average_policy_matches_openspiel(game_string: str, algo: str) -> None:
     """The shared solver's average policy (its own tree, float64) against OpenSpiel."""
-    from tensorcfr.core.cfr import TensorCFRSolver
+    from tensorcfr.games.openspiel import TensorCFRSolver
 
     solver = TensorCFRSolver(game_string, algo=algo)
     solver.iterate(20)

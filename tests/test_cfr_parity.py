@@ -11,25 +11,22 @@ import torch
 from open_spiel.python.algorithms import cfr as openspiel_cfr
 from open_spiel.python.algorithms import discounted_cfr
 
-from tensorcfr.core.cfr import (
+from tensorcfr.core import cfr as core_cfr
+from tensorcfr.core.cfr import policy_values
+from tensorcfr.core.policy_io import load_policy, save_checkpoint, save_policy
+from tensorcfr.core.tree import LevelTree
+from tensorcfr.errors import CorruptFileError, MemoryLimitError, TensorCFRError
+from tensorcfr.games.openspiel import flatten_game
+from tensorcfr.games.openspiel.policy import from_tabular_policy, saved_policy_to_tabular
+from tensorcfr.games.openspiel.solvers import (
     CFRPlusSolver,
     CFRSolver,
     DCFRSolver,
     LinearCFRSolver,
     PCFRPlusSolver,
     TensorCFRSolver,
-    policy_values,
-)
-from tensorcfr.core.policy_io import (
-    from_tabular_policy,
     load_checkpoint,
-    load_policy,
-    save_checkpoint,
-    save_policy,
 )
-from tensorcfr.core.tree import LevelTree
-from tensorcfr.errors import CorruptFileError, MemoryLimitError, TensorCFRError
-from tensorcfr.games.openspiel import flatten_game
 
 PARITY = 1e-9
 
@@ -287,7 +284,7 @@ def test_policy_roundtrip_and_tabular(tmp_path: Path, leduc_tree: LevelTree) -> 
     assert saved.extra == {"algo": "cfr", "iterations": 10}
     assert torch.equal(saved.probabilities, average)
     assert torch.equal(saved.slots_for(leduc_tree), average)
-    tabular = saved.to_tabular()
+    tabular = saved_policy_to_tabular(saved)
     assert torch.equal(from_tabular_policy(leduc_tree, tabular), average)
     direct = solver.average_policy_tabular()
     assert np.array_equal(direct.action_probability_array, tabular.action_probability_array)

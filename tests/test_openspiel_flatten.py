@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from tensorcfr.core.cfr import policy_values
-from tensorcfr.core.policy_io import to_tabular_policy
+from tensorcfr.games.openspiel.policy import to_tabular_policy
 from tensorcfr.core.tree import KIND_CHANCE, KIND_TERMINAL, Level, LevelTree, estimate_tree_bytes
 from tensorcfr.errors import MemoryLimitError, TensorCFRError
 from tensorcfr.games.openspiel import GameLoadError, UnsupportedGameError, flatten_game, load_game

@@ -87,14 +87,15 @@ class HostedSolver:
 
 
 class OursSolver(HostedSolver):
-    """``tensorcfr.core.cfr.TensorCFRSolver``, vanilla CFR with alternating updates."""
+    """``tensorcfr.games.openspiel.TensorCFRSolver`` (the core solver on the flattened
+    game), vanilla CFR with alternating updates."""
 
     dtype_name = "float64"
 
     def setup(self) -> dict[str, Any]:
         import torch
 
-        from tensorcfr.core.cfr import TensorCFRSolver
+        from tensorcfr.games.openspiel.solvers import TensorCFRSolver
 
         dtype = getattr(torch, self.dtype_name)
         self.solver = TensorCFRSolver(self.game, algo="cfr", alternating=True,

@@ -122,8 +122,8 @@ def solve_command(
     import torch
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-    from tensorcfr.core.cfr import TensorCFRSolver, resolve_device, resolve_dtype
-    from tensorcfr.core.policy_io import load_checkpoint, read_checkpoint_metadata, save_policy
+    from tensorcfr.core.cfr import TensorCFRSolver, load_checkpoint, resolve_dtype
+    from tensorcfr.core.policy_io import read_checkpoint_metadata, save_policy
     from tensorcfr.core.regret import CFRVariant
     from tensorcfr.games.openspiel.flatten import flatten_game, load_game
     from tensorcfr.utils.resources import parse_memory, peak_rss_mb, set_threads
@@ -176,7 +176,7 @@ def solve_command(
         tree = flatten_game(loaded, max_memory_bytes=budget,
                             progress=_walk_progress(str(loaded), status))
         if resume is not None:
-            solver = load_checkpoint(resume, game=tree, device=device, max_memory_bytes=budget)
+            solver = load_checkpoint(resume, tree, device=device, max_memory_bytes=budget)
         else:
             solver = TensorCFRSolver(tree, algo=algo or "cfr",
                                      alternating=True if alternating is None else alternating,

@@ -3,8 +3,13 @@
 * :mod:`tensorcfr.core.regret` -- regret matching and the CFR / CFR+ / LCFR / DCFR / PCFR+
   update rules over infoset-action slots (shared with the Pasur solver);
 * :mod:`tensorcfr.core.tree` -- :class:`LevelTree`, a game flattened level by level;
-* :mod:`tensorcfr.core.cfr` -- :class:`TensorCFRSolver` and the OpenSpiel-like wrappers;
+* :mod:`tensorcfr.core.cfr` -- :class:`TensorCFRSolver` (on a built tree) and the
+  OpenSpiel-like wrappers; game strings are turned into trees by the game packages
+  (:mod:`tensorcfr.games.openspiel.solvers`), never here;
 * :mod:`tensorcfr.core.policy_io` -- checkpoints and policies (NPZ + JSON metadata).
+
+Nothing under ``tensorcfr.core`` imports a game package, the CLI or a game library
+(``tests/test_core_boundary.py``).
 """
 
 from tensorcfr.core.regret import (

@@ -1,4 +1,8 @@
-"""Tensor CFR solvers on a :class:`~tensorcfr.core.tree.LevelTree` (any OpenSpiel game).
+"""Tensor CFR solvers on a :class:`~tensorcfr.core.tree.LevelTree` (any flattened game).
+
+The solvers here take a built tree and know no game library: the OpenSpiel adapter that
+accepts game strings (:mod:`tensorcfr.games.openspiel.solvers`) flattens the game and
+subclasses them.
 
 One iteration is a handful of whole-tensor operations per tree level:
 
@@ -30,7 +34,7 @@ then plays against player 0's new strategy, and so on.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 import numpy as np
 import torch
@@ -44,12 +48,10 @@ from tensorcfr.core.regret import (
     normalize_strategy,
     regret_matching,
 )
+from tensorcfr.core.policy_io import read_checkpoint, save_checkpoint
 from tensorcfr.core.tree import KIND_CHANCE, LevelTree, estimate_tree_bytes
 from tensorcfr.errors import MemoryLimitError, TensorCFRError
 from tensorcfr.utils.resources import DEFAULT_THREADS, format_bytes, set_threads
-
-if TYPE_CHECKING:  # pragma: no cover
-    import pyspiel
 
 __all__ = [
     "TensorCFRSolver",
@@ -59,6 +61,7 @@ __all__ = [
     "DCFRSolver",
     "PCFRPlusSolver",
     "policy_values",
+    "load_checkpoint",
     "resolve_device",
     "resolve_dtype",
 ]
@@ -381,7 +384,9 @@ class TensorCFRSolver:
     """Tensor CFR for any game flattened into a :class:`LevelTree`.
 
     Args:
-        game: a game string, a ``pyspiel.Game`` or an already flattened :class:`LevelTree`.
+        game: the game flattened into a :class:`LevelTree` (for an OpenSpiel game string
+            or ``pyspiel.Game`` use :mod:`tensorcfr.games.openspiel.solvers`, whose solvers
+            flatten it first and then run this class).
         algo: ``"cfr"``, ``"cfr+"``, ``"lcfr"``, ``"dcfr"`` or ``"pcfr+"`` (or a
             :class:`CFRVariant`).
         alternating: alternating updates (default, as OpenSpiel) or simultaneous updates.
@@ -400,15 +405,15 @@ class TensorCFRSolver:
 
     The API mirrors OpenSpiel's ``CFRSolver``: :meth:`evaluate_and_update_policy` runs one
     iteration, :meth:`average_policy` / :meth:`current_policy` return the policies (here as
-    tensors over the tree's action slots; :meth:`average_policy_tabular` gives an OpenSpiel
-    ``TabularPolicy``).
+    tensors over the tree's action slots; the OpenSpiel subclasses add
+    ``average_policy_tabular`` for an OpenSpiel ``TabularPolicy``).
     """
 
     numpy_fast_path_max_nodes: int = NUMPY_FAST_PATH_MAX_NODES
     """Trees up to this many nodes on CPU with alternating updates use :class:`_NumpyPasses`
     (the same operations dispatched through numpy: identical results, less overhead)."""
 
-    def __init__(self, game: "str | pyspiel.Game | LevelTree", algo: str | CFRVariant = "cfr",
+    def __init__(self, game: LevelTree, algo: str | CFRVariant = "cfr",
                  alternating: bool = True, alpha: float | None = None,
                  beta: float | None = None, gamma: float | None = None,
                  device: torch.device | str | None = "cpu",
@@ -423,12 +428,7 @@ class TensorCFRSolver:
         self.alternating = bool(alternating)
         self.device = resolve_device(device)
         self.dtype = resolve_dtype(dtype)
-        if isinstance(game, LevelTree):
-            tree = game
-        else:
-            from tensorcfr.games.openspiel.flatten import flatten_game
-
-            tree = flatten_game(game, max_memory_bytes=max_memory_bytes, dtype=torch.float64)
+        tree = self._build_tree(game, max_memory_bytes)
         estimate = estimate_tree_bytes(tree.num_nodes, tree.num_slots, tree.num_infosets,
                                        tree.num_players,
                                        torch.empty((), dtype=self.dtype).element_size())
@@ -440,7 +440,6 @@ class TensorCFRSolver:
                 f"limit of {format_bytes(max_memory_bytes)}")
         started = time.perf_counter()
         self.tree = tree
-        self._game: Any = None if isinstance(game, (str, LevelTree)) else game
         self._flat = _FlatTree(tree, self.device, self.dtype)
         self.setup_seconds = tree.setup_seconds + (time.perf_counter() - started)
         self.iteration = 0
@@ -581,6 +580,22 @@ class TensorCFRSolver:
         self._forward_chance = forward_views(n_players, self._reach[n_players],
                                              flat.chance_factor, 1)
         self._utility_rows = [flat.utility_by_player[p] for p in range(n_players)]
+
+    @classmethod
+    def checkpoint_class(cls) -> "type[TensorCFRSolver]":
+        """The class :func:`load_checkpoint` builds for this solver family (one that takes
+        ``algo``): :class:`TensorCFRSolver` here."""
+        return TensorCFRSolver
+
+    def _build_tree(self, game: Any, max_memory_bytes: int | None) -> LevelTree:
+        """The :class:`LevelTree` to solve for ``game``: ``game`` itself here; game adapters
+        (e.g. the OpenSpiel solvers) override this to flatten a game string first."""
+        if isinstance(game, LevelTree):
+            return game
+        raise TensorCFRError(
+            f"{type(self).__name__} takes a LevelTree, not {type(game).__name__} {game!r:.80}; "
+            "for an OpenSpiel game use tensorcfr.games.openspiel.CFRSolver (and the other "
+            "solvers there), or flatten it first with tensorcfr.games.openspiel.flatten_game")
 
     # ------------------------------------------------------------------ properties
     @property
@@ -763,18 +778,6 @@ class TensorCFRSolver:
         """Cumulative (weighted, normalised by ``t^g``) strategy [A] in tree slot order."""
         return self._to_tree_order(self._cumulative_strategy)
 
-    def average_policy_tabular(self, game: Any = None) -> Any:
-        """The average policy as an OpenSpiel ``TabularPolicy`` (see :func:`to_tabular_policy`)."""
-        from tensorcfr.core.policy_io import to_tabular_policy
-
-        return to_tabular_policy(self.tree, self.average_policy(), game or self._game)
-
-    def current_policy_tabular(self, game: Any = None) -> Any:
-        """The current policy as an OpenSpiel ``TabularPolicy``."""
-        from tensorcfr.core.policy_io import to_tabular_policy
-
-        return to_tabular_policy(self.tree, self.current_policy(), game or self._game)
-
     def average_policy_values(self) -> Tensor:
         """Expected utility [P] of each player when all play the average policy."""
         return policy_values(self.tree, self.average_policy())
@@ -816,45 +819,71 @@ class TensorCFRSolver:
 
     def save(self, path: str) -> None:
         """Write a checkpoint (see :func:`tensorcfr.core.policy_io.save_checkpoint`)."""
-        from tensorcfr.core.policy_io import save_checkpoint
-
         save_checkpoint(self, path)
 
     @classmethod
-    def load(cls, path: str, game: "str | pyspiel.Game | LevelTree | None" = None,
-             device: torch.device | str | None = "cpu",
+    def load(cls, path: str, game: Any = None, device: torch.device | str | None = "cpu",
              max_memory_bytes: int | None = None) -> "TensorCFRSolver":
-        """A solver restored from a checkpoint (see :func:`tensorcfr.core.policy_io.load_checkpoint`)."""
-        from tensorcfr.core.policy_io import load_checkpoint
+        """A solver of this class restored from a checkpoint (see :func:`load_checkpoint`;
+        ``game`` is the :class:`LevelTree`, or whatever this class's ``_build_tree``
+        accepts)."""
+        return load_checkpoint(path, game, device=device, max_memory_bytes=max_memory_bytes,
+                               solver_class=cls)
 
-        return load_checkpoint(path, game=game, device=device, max_memory_bytes=max_memory_bytes)
+
+def load_checkpoint(path: str, game: Any, device: torch.device | str | None = "cpu",
+                    max_memory_bytes: int | None = None,
+                    solver_class: "type[TensorCFRSolver] | None" = None) -> TensorCFRSolver:
+    """Rebuild a solver from a checkpoint and restore its state (bitwise resume).
+
+    Args:
+        path: a file written by :meth:`TensorCFRSolver.save`.
+        game: the :class:`LevelTree` it was computed on (game adapters' solver classes
+            also accept what their ``_build_tree`` takes, e.g. an OpenSpiel game string).
+        device, max_memory_bytes: as for :class:`TensorCFRSolver`.
+        solver_class: the solver family to build (default :class:`TensorCFRSolver`); its
+            :meth:`~TensorCFRSolver.checkpoint_class` is built, since the checkpoint says
+            which algorithm ran (``CFRSolver.load`` of a CFR+ checkpoint gives CFR+).
+
+    Raises:
+        CorruptFileError: unreadable or incomplete file, or a checkpoint of another game.
+    """
+    data = read_checkpoint(path)
+    cls = (solver_class or TensorCFRSolver).checkpoint_class()
+    params = data.parameters
+    solver = cls(game, algo=params["algo"], alternating=params["alternating"],
+                 alpha=params["alpha"], beta=params["beta"], gamma=params["gamma"],
+                 device=device, dtype=params["dtype"], max_memory_bytes=max_memory_bytes)
+    data.check_tree(solver.tree)
+    solver.load_state_tensors(data.state, data.iteration)
+    return solver
 
 
 class CFRSolver(TensorCFRSolver):
     """Vanilla CFR with alternating updates (OpenSpiel ``CFRSolver``)."""
 
-    def __init__(self, game: "str | pyspiel.Game | LevelTree", **kwargs: Any) -> None:
+    def __init__(self, game: LevelTree, **kwargs: Any) -> None:
         super().__init__(game, algo="cfr", **kwargs)
 
 
 class CFRPlusSolver(TensorCFRSolver):
     """CFR+: regret matching+, linear averaging, alternating updates (OpenSpiel ``CFRPlusSolver``)."""
 
-    def __init__(self, game: "str | pyspiel.Game | LevelTree", **kwargs: Any) -> None:
+    def __init__(self, game: LevelTree, **kwargs: Any) -> None:
         super().__init__(game, algo="cfr+", **kwargs)
 
 
 class LinearCFRSolver(TensorCFRSolver):
     """Linear CFR (OpenSpiel ``LCFRSolver``)."""
 
-    def __init__(self, game: "str | pyspiel.Game | LevelTree", **kwargs: Any) -> None:
+    def __init__(self, game: LevelTree, **kwargs: Any) -> None:
         super().__init__(game, algo="lcfr", **kwargs)
 
 
 class DCFRSolver(TensorCFRSolver):
     """Discounted CFR(alpha, beta, gamma) (OpenSpiel ``DCFRSolver``)."""
 
-    def __init__(self, game: "str | pyspiel.Game | LevelTree", alpha: float = 1.5,
+    def __init__(self, game: LevelTree, alpha: float = 1.5,
                  beta: float = 0.0, gamma: float = 2.0, **kwargs: Any) -> None:
         super().__init__(game, algo="dcfr", alpha=alpha, beta=beta, gamma=gamma, **kwargs)
 
@@ -862,7 +891,7 @@ class DCFRSolver(TensorCFRSolver):
 class PCFRPlusSolver(TensorCFRSolver):
     """Predictive CFR+ (Farina, Kroer & Sandholm 2021), quadratic averaging by default."""
 
-    def __init__(self, game: "str | pyspiel.Game | LevelTree", **kwargs: Any) -> None:
+    def __init__(self, game: LevelTree, **kwargs: Any) -> None:
         super().__init__(game, algo="pcfr+", **kwargs)
 
 

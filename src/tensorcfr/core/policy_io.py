@@ -13,6 +13,11 @@ metadata is stored inside it as the UTF-8 bytes of the array ``metadata_json``:
 
 Truncated, corrupt, wrong-format or wrong-game files raise
 :class:`~tensorcfr.errors.CorruptFileError` with a one-line message.
+
+This module knows no game library and no solver class: conversions to and from OpenSpiel's
+``TabularPolicy`` live in :mod:`tensorcfr.games.openspiel.policy`, and
+:func:`tensorcfr.core.cfr.load_checkpoint` turns a :class:`CheckpointData` read here back
+into a solver.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ import json
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -32,20 +37,17 @@ from tensorcfr.core.tree import LevelTree
 from tensorcfr.errors import CorruptFileError, TensorCFRError
 from tensorcfr.utils.io import atomic_path
 
-if TYPE_CHECKING:  # pragma: no cover
-    from tensorcfr.core.cfr import TensorCFRSolver
-
 __all__ = [
     "POLICY_FORMAT",
     "CHECKPOINT_FORMAT",
     "SavedPolicy",
     "tree_fingerprint",
-    "to_tabular_policy",
-    "from_tabular_policy",
     "save_policy",
     "load_policy",
     "save_checkpoint",
-    "load_checkpoint",
+    "read_checkpoint",
+    "read_checkpoint_metadata",
+    "CheckpointData",
 ]
 
 POLICY_FORMAT = "tensorcfr-policy"
@@ -64,63 +66,6 @@ def tree_fingerprint(tree: LevelTree) -> str:
         digest.update(key.encode())
         digest.update(b"\x00")
     return digest.hexdigest()
-
-
-# ----------------------------------------------------------------------------- tabular
-def _load_game_for(tree_or_string: LevelTree | str, game: Any) -> Any:
-    if game is not None:
-        return game
-    from tensorcfr.games.openspiel.flatten import load_game
-
-    game_string = tree_or_string if isinstance(tree_or_string, str) else tree_or_string.game_string
-    return load_game(game_string)
-
-
-def _fill_tabular(game: Any, infoset_keys: list[str], infoset_num_actions: np.ndarray,
-                  action_ids: np.ndarray, probabilities: np.ndarray) -> Any:
-    from open_spiel.python import policy as openspiel_policy
-
-    tabular = openspiel_policy.TabularPolicy(game)
-    lookup = tabular.state_lookup
-    try:
-        rows = np.fromiter((lookup[key] for key in infoset_keys), dtype=np.int64,
-                           count=len(infoset_keys))
-    except KeyError as exc:
-        raise TensorCFRError(f"information state {exc.args[0]!r} of the policy is not a state "
-                             f"of {game}") from None
-    slot_rows = np.repeat(rows, infoset_num_actions)
-    table = tabular.action_probability_array
-    table[rows] = 0.0
-    table[slot_rows, action_ids] = probabilities
-    return tabular
-
-
-def to_tabular_policy(tree: LevelTree, policy: Tensor, game: Any = None) -> Any:
-    """An OpenSpiel ``TabularPolicy`` holding ``policy`` [A] (tree slot order).
-
-    ``game`` defaults to loading ``tree.game_string``.  Rows of the table not in the tree
-    (none for a fully walked game) keep OpenSpiel's uniform default.
-    """
-    if tuple(policy.shape) != (tree.num_slots,):
-        raise TensorCFRError(f"policy must have shape ({tree.num_slots},), got "
-                             f"{tuple(policy.shape)}")
-    return _fill_tabular(_load_game_for(tree, game), tree.infoset_keys,
-                         tree.infoset_num_actions.cpu().numpy(), tree.action_id.cpu().numpy(),
-                         policy.detach().cpu().to(torch.float64).numpy())
-
-
-def from_tabular_policy(tree: LevelTree, tabular: Any) -> Tensor:
-    """Action-slot probabilities [A] (float64, CPU) read from an OpenSpiel ``TabularPolicy``."""
-    lookup = tabular.state_lookup
-    try:
-        rows = np.fromiter((lookup[key] for key in tree.infoset_keys), dtype=np.int64,
-                           count=tree.num_infosets)
-    except KeyError as exc:
-        raise TensorCFRError(f"the tabular policy has no row for information state "
-                             f"{exc.args[0]!r}") from None
-    slot_rows = np.repeat(rows, tree.infoset_num_actions.cpu().numpy())
-    values = tabular.action_probability_array[slot_rows, tree.action_id.cpu().numpy()]
-    return torch.as_tensor(np.ascontiguousarray(values), dtype=torch.float64)
 
 
 # ----------------------------------------------------------------------------- npz helpers
@@ -190,12 +135,6 @@ class SavedPolicy:
     action_id: Tensor
     probabilities: Tensor
     extra: dict[str, Any] = field(default_factory=dict)
-
-    def to_tabular(self, game: Any = None) -> Any:
-        """As an OpenSpiel ``TabularPolicy`` (``game`` defaults to loading ``game_string``)."""
-        return _fill_tabular(_load_game_for(self.game_string, game), self.infoset_keys,
-                             self.infoset_num_actions.numpy(), self.action_id.numpy(),
-                             self.probabilities.numpy())
 
     def slots_for(self, tree: LevelTree) -> Tensor:
         """The probabilities [A] rearranged to ``tree``'s slot order (same game required)."""
@@ -274,11 +213,25 @@ def load_policy(path: str | Path) -> SavedPolicy:
 
 
 # ----------------------------------------------------------------------------- checkpoints
-def save_checkpoint(solver: "TensorCFRSolver", path: str | Path) -> None:
+class CheckpointSolver(Protocol):
+    """What :func:`save_checkpoint` needs of a solver (``TensorCFRSolver`` has it)."""
+
+    tree: LevelTree
+    iteration: int
+
+    @property
+    def game_string(self) -> str: ...
+
+    def parameters(self) -> dict[str, Any]: ...
+
+    def state_tensors(self) -> dict[str, Tensor]: ...
+
+
+def save_checkpoint(solver: CheckpointSolver, path: str | Path) -> None:
     """Write the solver's complete state to ``path`` (NPZ, atomic).
 
-    Resuming with :func:`load_checkpoint` and running ``M`` more iterations gives bitwise
-    the same state as running ``N + M`` iterations straight.
+    Resuming with :func:`tensorcfr.core.cfr.load_checkpoint` and running ``M`` more
+    iterations gives bitwise the same state as running ``N + M`` iterations straight.
     """
     state = solver.state_tensors()
     metadata = {
@@ -296,16 +249,43 @@ def read_checkpoint_metadata(path: str | Path) -> dict[str, Any]:
     return metadata
 
 
-def load_checkpoint(path: str | Path, game: "str | Any | LevelTree | None" = None,
-                    device: torch.device | str | None = "cpu",
-                    max_memory_bytes: int | None = None) -> "TensorCFRSolver":
-    """Rebuild a solver from a checkpoint and restore its state.
+@dataclass
+class CheckpointData:
+    """A checkpoint read and checked by :func:`read_checkpoint`.
 
-    ``game`` (string, ``pyspiel.Game`` or :class:`LevelTree`) defaults to the checkpoint's
-    game string; a different game raises :class:`CorruptFileError`.
+    Attributes:
+        path: the file it came from (for messages).
+        game_string: the game the solver ran on.
+        iteration: iterations done.
+        parameters: keyword arguments of the solver (``algo``, ``alternating``, ``alpha``,
+            ``beta``, ``gamma``, ``dtype``).
+        num_slots: number of infoset-action slots ``A``.
+        fingerprint: :func:`tree_fingerprint` of the tree it was computed on.
+        state: ``regrets``, ``cumulative_strategy``, ``strategy``, ``predictions``: finite
+            float tensors [A] in the tree's slot order (CPU).
     """
-    from tensorcfr.core.cfr import TensorCFRSolver
 
+    path: str
+    game_string: str
+    iteration: int
+    parameters: dict[str, Any]
+    num_slots: int
+    fingerprint: str
+    state: dict[str, Tensor]
+
+    def check_tree(self, tree: LevelTree) -> None:
+        """Raise :class:`CorruptFileError` unless ``tree`` is the tree of this checkpoint."""
+        if tree.game_string != self.game_string:
+            raise CorruptFileError(f"{self.path}: checkpoint is for {self.game_string}, not "
+                                   f"{tree.game_string}")
+        if tree.num_slots != self.num_slots or tree_fingerprint(tree) != self.fingerprint:
+            raise CorruptFileError(f"{self.path}: checkpoint does not match the tree of "
+                                   f"{self.game_string}")
+
+
+def read_checkpoint(path: str | Path) -> CheckpointData:
+    """Read and check a checkpoint written by :func:`save_checkpoint`
+    (:class:`CorruptFileError` with one line if it is not a complete, finite checkpoint)."""
     arrays, metadata = _read_npz(path, CHECKPOINT_FORMAT)
     try:
         game_string = str(metadata["game"])
@@ -313,37 +293,19 @@ def load_checkpoint(path: str | Path, game: "str | Any | LevelTree | None" = Non
         params = dict(metadata["parameters"])
         num_slots = int(metadata["num_action_slots"])
         fingerprint = str(metadata["fingerprint"])
-        algo = str(params["algo"])
-        alternating = bool(params["alternating"])
-        alpha, beta, gamma = float(params["alpha"]), float(params["beta"]), float(params["gamma"])
-        dtype = str(params["dtype"])
+        parameters = {"algo": str(params["algo"]), "alternating": bool(params["alternating"]),
+                      "alpha": float(params["alpha"]), "beta": float(params["beta"]),
+                      "gamma": float(params["gamma"]), "dtype": str(params["dtype"])}
     except (KeyError, TypeError, ValueError):
         raise CorruptFileError(f"{path}: incomplete checkpoint metadata") from None
     if iteration < 0:
         raise CorruptFileError(f"{path}: negative iteration count")
-    if isinstance(game, str):
-        from tensorcfr.games.openspiel.flatten import load_game
-
-        loaded = load_game(game)
-        if str(loaded) != game_string:
-            raise CorruptFileError(f"{path}: checkpoint is for {game_string}, not {loaded}")
-        game = loaded
-    elif game is None:
-        game = game_string
-    elif not isinstance(game, LevelTree) and str(game) != game_string:
-        raise CorruptFileError(f"{path}: checkpoint is for {game_string}, not {game}")
-    if isinstance(game, LevelTree) and game.game_string != game_string:
-        raise CorruptFileError(f"{path}: checkpoint is for {game_string}, not {game.game_string}")
-    solver = TensorCFRSolver(game, algo=algo, alternating=alternating, alpha=alpha, beta=beta,
-                             gamma=gamma, device=device, dtype=dtype,
-                             max_memory_bytes=max_memory_bytes)
-    if solver.tree.num_slots != num_slots or tree_fingerprint(solver.tree) != fingerprint:
-        raise CorruptFileError(f"{path}: checkpoint does not match the tree of {game_string}")
     state = {}
     for name in ("regrets", "cumulative_strategy", "strategy", "predictions"):
         array = _require(arrays, name, (num_slots,), path)
         if not np.issubdtype(array.dtype, np.floating) or not np.isfinite(array).all():
             raise CorruptFileError(f"{path}: array {name!r} is not finite floats")
         state[name] = torch.as_tensor(array)
-    solver.load_state_tensors(state, iteration)
-    return solver
+    return CheckpointData(path=str(path), game_string=game_string, iteration=iteration,
+                          parameters=parameters, num_slots=num_slots,
+                          fingerprint=fingerprint, state=state)
