@@ -1,0 +1,234 @@
+"""Numeral211 as a :class:`tensorcfr.core.public_tree.PublicTreeGame`.
+
+Per round the boards are the canonical boards of :mod:`.isomorphism` (1 / R / R(2R-1) for 4
+suits) and the hands all ``H = C(N, 2)`` private hands (those clashing with the board carry
+reach 0).  Chance operators sum over every concrete new card, mapping each concrete board to
+its canonical one with the suit permutation of the hands (exact: the solver's iterates are
+those of full-game CFR, which stay suit-symmetric).  Values are expected chips per game:
+terminals multiply by the probability of the private deal ``1 / (H * C(N-2, 2))`` and each
+public card by ``1 / (cards left)``.
+
+Folds use inclusion-exclusion over the folder's opponent hands (total - hands holding either
+of our cards + our own hand); showdowns a sort-based sweep per board: the sum of opponent reach
+strictly below / above each hand from one cumulative sum over the hands sorted by strength,
+minus the same sums restricted to the hands holding each of our two cards.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from tensorcfr.core.public_tree import RoundTemplate
+from tensorcfr.games.numeral211.betting import RoundBetting, round_betting
+from tensorcfr.games.numeral211.config import GameConfig, hand_cards
+from tensorcfr.games.numeral211.evaluator import board_hand_values
+from tensorcfr.games.numeral211.isomorphism import isomorphism
+
+__all__ = ["Numeral211PublicGame", "round_templates"]
+
+
+def round_templates(config: GameConfig) -> list[tuple[RoundBetting, RoundTemplate]]:
+    """Betting of each round and its core template (folds become terminals)."""
+    out = []
+    for r in range(config.num_rounds):
+        betting = round_betting(config, r)
+        children = tuple(tuple(("terminal", i) if kind == "fold" else (kind, i)
+                               for kind, i in node) for node in betting.children)
+        out.append((betting, RoundTemplate(betting.players, children,
+                                           len(betting.exit_histories))))
+    return out
+
+
+def _sorted_groups(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row of ``values`` [..., M]: stable argsort, and for each sorted position the first
+    position of its tie group and one past the last."""
+    order = np.argsort(values, axis=-1, kind="stable")
+    s = np.take_along_axis(values, order, axis=-1)
+    m = s.shape[-1]
+    pos = np.broadcast_to(np.arange(m), s.shape)
+    new_group = np.concatenate([np.ones(s.shape[:-1] + (1,), bool), s[..., 1:] != s[..., :-1]],
+                               axis=-1)
+    lo = np.maximum.accumulate(np.where(new_group, pos, 0), axis=-1)
+    end_group = np.concatenate([s[..., 1:] != s[..., :-1], np.ones(s.shape[:-1] + (1,), bool)],
+                               axis=-1)
+    hi_rev = np.minimum.accumulate(np.where(end_group, pos + 1, m)[..., ::-1], axis=-1)
+    hi = hi_rev[..., ::-1]
+    return order, lo, np.ascontiguousarray(hi)
+
+
+class Numeral211PublicGame:
+    """The public-tree description of a Numeral211 variant (see the module docstring)."""
+
+    def __init__(self, config: GameConfig, dtype: torch.dtype = torch.float32,
+                 device: torch.device | str = "cpu") -> None:
+        self.config = config
+        self.dtype = dtype
+        self.device = torch.device(device)
+        self.iso = iso = isomorphism(config)
+        pairs = round_templates(config)
+        self.betting = [b for b, _ in pairs]
+        self.rounds = [t for _, t in pairs]
+        self.num_boards = [iso.num_boards(r) for r in range(config.num_rounds)]
+        self.num_hands = h = config.num_hands
+        n = config.num_cards
+        self.prefixes = [1]
+        for b in self.betting[:-1]:
+            self.prefixes.append(self.prefixes[-1] * len(b.exit_histories))
+        kw = {"dtype": dtype, "device": self.device}
+        self.valid = [torch.as_tensor(v.copy(), **kw) for v in iso.valid]
+        self.deal_factor = 1.0 / (h * math.comb(n - 2, 2))
+        # chance transitions into rounds 1..: parent, child, gather index into child flat
+        self._parent_of: list[Tensor | None] = [None]
+        self._trans: list[tuple[Tensor, Tensor, float] | None] = [None]
+        for r in range(1, config.num_rounds):
+            parent, child, perm = iso.transitions(r)
+            parent_of = np.zeros(iso.num_boards(r), dtype=np.int64)
+            parent_of[child] = parent
+            self._parent_of.append(torch.as_tensor(parent_of, device=self.device))
+            gather = torch.as_tensor(child[:, None] * h + perm, device=self.device)
+            cards_left = n - 4 - sum(config.public_cards[:r])
+            self._trans.append((torch.as_tensor(parent, device=self.device), gather,
+                                1.0 / cards_left))
+        # contributions (chips one player has put in) per prefix at the start of each round
+        contrib = [np.full(1, float(config.ante))]
+        for r, b in enumerate(self.betting[:-1]):
+            exits = np.array(b.exit_bets, dtype=np.float64) * config.bets[r]
+            contrib.append((exits[:, None] + contrib[-1][None, :]).reshape(-1))
+        self._contrib = contrib
+        last = config.num_rounds - 1
+        exits = np.array(self.betting[last].exit_bets, dtype=np.float64) * config.bets[last]
+        self._showdown_stake = torch.as_tensor(exits[:, None] + contrib[last][None, :], **kw)
+        # fold stakes: [k] -> [P_r] tensor: chips the folder loses
+        self._fold_stake = []
+        for r, b in enumerate(self.betting):
+            stakes = [torch.as_tensor(contrib[r] + fb * config.bets[r], **kw)
+                      for fb in b.fold_bets]
+            self._fold_stake.append(stakes)
+        hands = hand_cards(config)
+        self._hand_c1 = torch.as_tensor(hands[:, 0].copy(), device=self.device)
+        self._hand_c2 = torch.as_tensor(hands[:, 1].copy(), device=self.device)
+        incidence = np.zeros((h, n))
+        incidence[np.arange(h), hands[:, 0]] = 1
+        incidence[np.arange(h), hands[:, 1]] = 1
+        self._incidence = torch.as_tensor(incidence, **kw)
+        self._build_showdown()
+
+    # ------------------------------------------------------------------ showdown tables
+    def _build_showdown(self) -> None:
+        cfg = self.config
+        n, h = cfg.num_cards, self.num_hands
+        boards = self.iso.boards[cfg.num_rounds - 1]
+        values = board_hand_values(cfg, boards)  # [B, H], -1 clash
+        order, lo, hi = _sorted_groups(values)
+        inverse = np.argsort(order, axis=-1)
+        hands = hand_cards(cfg)
+        # hands holding each card: [N, N-1]
+        holding = np.stack([np.flatnonzero((hands == c).any(1)) for c in range(n)])
+        card_values = values[:, holding]  # [B, N, N-1]
+        c_order, c_lo, c_hi = _sorted_groups(card_values)
+        c_hands = np.take_along_axis(np.broadcast_to(holding, card_values.shape), c_order, -1)
+        # position of hand h in card c's sorted list, for its two cards
+        pos = np.zeros((len(boards), n, h), dtype=np.int64)
+        b_idx = np.arange(len(boards))[:, None, None]
+        c_idx = np.arange(n)[None, :, None]
+        pos[b_idx, c_idx, c_hands] = np.arange(n - 1)[None, None, :]
+        m = n - 1
+        p1 = pos[:, hands[:, 0], np.arange(h)] + hands[:, 0][None, :] * m
+        p2 = pos[:, hands[:, 1], np.arange(h)] + hands[:, 1][None, :] * m
+        dev = self.device
+        t = lambda a: torch.as_tensor(np.ascontiguousarray(a), device=dev)  # noqa: E731
+        self._sd = {"order": t(order), "lo": t(lo), "hi": t(hi), "inverse": t(inverse),
+                    "c_hands": t(c_hands.reshape(len(boards), -1)), "c_lo": t(c_lo),
+                    "c_hi": t(c_hi), "p1": t(p1), "p2": t(p2)}
+
+    def workspace_bytes(self, element_size: int) -> int:
+        """Temporary memory of the showdown sweep and chance operators (bytes)."""
+        n = self.config.num_cards
+        last = self.config.num_rounds - 1
+        cell = self.prefixes[last] * self.num_boards[last]
+        sweep = cell * (6 * self.num_hands + 4 * n * n) * element_size
+        chance = max(self.prefixes[r] * (len(self._trans[r][0]) + self.num_boards[r])
+                     * self.num_hands for r in range(1, self.config.num_rounds)) * element_size
+        return int(sweep + 2 * chance)
+
+    # ------------------------------------------------------------------ protocol
+    def initial_reach(self) -> Tensor:
+        """[1, H] ones: every private hand is possible at the root."""
+        return torch.ones((1, self.num_hands), dtype=self.dtype, device=self.device)
+
+    def chance_forward(self, r: int, reach: Tensor) -> Tensor:
+        """Reach [X, B_{r-1}, H] -> [X, B_r, H]: the canonical parent's reach, 0 on clashes."""
+        return reach.index_select(1, self._parent_of[r]) * self.valid[r]
+
+    def chance_backward(self, r: int, values: Tensor) -> Tensor:
+        """Values [X, B_r, H] -> [X, B_{r-1}, H]: (1 / cards left) x the sum over every
+        concrete new card of the canonical board's values at the permuted hands."""
+        parent, gather, weight = self._trans[r]
+        x = values.shape[0]
+        flat = values.reshape(x, -1)
+        out = torch.zeros((x, self.num_boards[r - 1], self.num_hands), dtype=values.dtype,
+                          device=values.device)
+        chunk = max(1, int(2**26 // max(1, gather.numel())))
+        for start in range(0, x, chunk):
+            part = flat[start:start + chunk]
+            gathered = part[:, gather.reshape(-1)].reshape(part.shape[0], *gather.shape)
+            out[start:start + chunk].index_add_(1, parent, gathered)
+        return out.mul_(weight)
+
+    def _compatible_sum(self, opp_reach: Tensor) -> Tensor:
+        """For every hand: the opponent reach summed over hands sharing no card with it."""
+        per_card = opp_reach @ self._incidence  # [..., N]
+        total = opp_reach.sum(-1, keepdim=True)
+        return (total - per_card.index_select(-1, self._hand_c1)
+                - per_card.index_select(-1, self._hand_c2) + opp_reach)
+
+    def terminal_values(self, r: int, k: int, player: int, opp_reach: Tensor) -> Tensor:
+        """Fold k of round r: +stake (opponent folded) or -stake, times the compatible
+        opponent reach and the deal probability; 0 for hands clashing with the board."""
+        folder = self.betting[r].fold_player[k]
+        stake = self._fold_stake[r][k] * (self.deal_factor if folder != player
+                                          else -self.deal_factor)
+        return self._compatible_sum(opp_reach).mul_(self.valid[r]).mul_(stake[:, None, None])
+
+    def _win_minus_lose(self, opp: Tensor) -> Tensor:
+        """[X, B, H]: opponent reach of compatible weaker hands minus stronger ones."""
+        sd = self._sd
+        x, b, h = opp.shape
+        n = self.config.num_cards
+        order = sd["order"].expand(x, b, h)
+        sorted_reach = opp.gather(2, order)
+        cs = torch.nn.functional.pad(sorted_reach.cumsum(2), (1, 0))  # [X, B, H+1]
+        total = cs[:, :, -1:]
+        below = cs.gather(2, sd["lo"].expand(x, b, h))
+        above = total - cs.gather(2, sd["hi"].expand(x, b, h))
+        diff_sorted = below - above
+        diff = diff_sorted.gather(2, sd["inverse"].expand(x, b, h))
+        del sorted_reach, cs, below, above, diff_sorted
+        m = n - 1
+        card_reach = opp.gather(2, sd["c_hands"].expand(x, b, n * m)).reshape(x, b, n, m)
+        ccs = torch.nn.functional.pad(card_reach.cumsum(3), (1, 0))  # [X, B, N, M+1]
+        ctotal = ccs[..., -1:]
+        cbelow = ccs.gather(3, sd["c_lo"].expand(x, b, n, m))
+        cabove = ctotal - ccs.gather(3, sd["c_hi"].expand(x, b, n, m))
+        cdiff = (cbelow - cabove).reshape(x, b, n * m)
+        del card_reach, ccs, cbelow, cabove
+        diff -= cdiff.gather(2, sd["p1"].expand(x, b, h))
+        diff -= cdiff.gather(2, sd["p2"].expand(x, b, h))
+        return diff
+
+    def final_values(self, player: int, opp_reach: Tensor) -> Tensor:
+        """Showdowns [E, P, B, H]: stake x (compatible weaker - stronger opponent reach) x
+        the deal probability; 0 for hands clashing with the board."""
+        e, p, b, h = opp_reach.shape
+        flat = opp_reach.reshape(e * p, b, h)
+        out = torch.empty_like(flat)
+        chunk = max(1, int(2**25 // max(1, b * (h + self.config.num_cards ** 2))))
+        for start in range(0, e * p, chunk):
+            out[start:start + chunk] = self._win_minus_lose(flat[start:start + chunk])
+        out = out.reshape(e, p, b, h)
+        out.mul_(self.valid[-1]).mul_((self._showdown_stake * self.deal_factor)[:, :, None, None])
+        return out

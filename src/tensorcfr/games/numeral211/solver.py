@@ -1,0 +1,455 @@
+"""Numeral211 full-game solver API: solve, exploitability, policy files, abstract policies.
+
+This module is the entry point for everything that needs the *unabstracted* game: the CLI
+(``tensorcfr numeral211 ...``) and the abstraction code, which measures abstract strategies
+in the full game.
+
+Layout of a policy (``Policy``, what :func:`exploitability` takes)
+-----------------------------------------------------------------
+A full-game policy is a list with one tensor per round ``r`` (0 preflop, 1 flop, 2 turn) of
+shape ``[S_r, P_r, B_r, H]``:
+
+* ``S_r`` action *slots* of the round's betting template
+  (:attr:`Numeral211PublicGame.betting` ``[r]``: node ``j`` owns slots
+  ``slot_offsets[j] : slot_offsets[j] + len(actions[j])``; actions in the order fold,
+  check/call, bet/raise, illegal ones left out);
+* ``P_r`` betting *prefixes* (exit sequences of the earlier rounds; prefix ``e * P_{r-1} +
+  q`` = exit ``e`` of round r-1 after prefix ``q``; :func:`prefix_histories` lists them);
+* ``B_r`` canonical boards of :mod:`.isomorphism` (1 / R / R(2R-1) with 4 suits);
+* ``H`` private hands in :func:`~.config.hand_cards` order.
+
+Values are the probabilities of each slot's action for each (prefix, board, hand); they are
+read only at the acting player's nodes and for hands that share no card with the board.
+A concrete deal is evaluated through its canonical board (hand mapped by the suit
+permutation), so the policy must be *suit-symmetric* (the same on isomorphic infosets):
+policies produced by the solver and by :func:`expand_abstract_policy` with bucket maps that
+are constant on suit-isomorphic classes are.
+
+Abstract policies (how the abstraction issue measures an abstraction)
+---------------------------------------------------------------------
+:class:`AbstractPolicy` holds per round a *bucket map* and a strategy per (betting node,
+bucket):
+
+* ``bucket_maps[r]``: int array ``[C_r]`` over the suit-isomorphic classes of round r
+  (:meth:`~.isomorphism.Isomorphism.class_table`; 100 / 2,260 / 62,020 in the default
+  game) -> bucket in ``0..K_r-1``, or ``[B_r, H]`` over (canonical board, hand) (must be
+  constant on classes; clashing entries ignored);
+* ``strategies[r]``: float array ``[S_r, P_r, K_r]``: the probability of every action slot
+  at every prefix for every bucket (normalised per node; rows that sum to 0 mean uniform).
+
+:func:`expand_abstract_policy` turns it into a full-game policy; :func:`exploitability`
+accepts either form.  Exploitability is ``(b0(sigma1) + b1(sigma0)) / 2`` in chips per game
+(the best-response values ``b_i`` are expected chips won per deal), and
+:func:`to_mbg` converts chips to milli-antes per game (mb/g = thousandths of the ante, as the
+authors' code normalises; 1 chip = 200 mb/g with the ante of 5).
+
+Files
+-----
+* policy files (:func:`save_policy` / :func:`load_policy`): NumPy ``.npz`` with
+  ``policy_<r>`` float32 ``[S_r, P_r, C_r]`` (one column per suit-isomorphic class, lossless
+  for suit-symmetric policies) and ``meta`` (a JSON string: format, game parameters,
+  algorithm, iterations, exploitability when known);
+* checkpoints (:func:`save_checkpoint` / :func:`load_checkpoint`): ``.npz`` with the solver's
+  full float state (``regrets_<r>``, ``average_<r>``) and ``meta``; resuming continues
+  bitwise identically to an uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence, Union
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from tensorcfr.core.public_tree import (PublicExploitability, PublicTreeCFR,
+                                        estimate_solver_bytes, normalize_dense,
+                                        public_exploitability)
+from tensorcfr.errors import CorruptFileError, TensorCFRError
+from tensorcfr.games.numeral211.config import GameConfig, GameConfigError
+from tensorcfr.games.numeral211.public_game import Numeral211PublicGame
+
+__all__ = [
+    "Policy", "AbstractPolicy", "BucketMapError", "build_game", "prefix_histories",
+    "expand_abstract_policy", "class_policy", "uniform_policy", "random_symmetric_policy",
+    "exploitability", "to_mbg", "make_solver", "save_policy", "load_policy",
+    "save_checkpoint", "load_checkpoint", "SolveProgress", "run_solver",
+    "POLICY_FORMAT", "CHECKPOINT_FORMAT", "policy_to_classes", "estimate_bytes",
+    "read_checkpoint_meta",
+]
+
+POLICY_FORMAT = "tensorcfr.numeral211.policy/1"
+CHECKPOINT_FORMAT = "tensorcfr.numeral211.checkpoint/1"
+
+Policy = list  # list[Tensor]: one [S_r, P_r, B_r, H] tensor per round (see the docstring)
+
+
+class BucketMapError(TensorCFRError):
+    """A bucket map or abstract strategy of the wrong shape or range."""
+
+
+@dataclass
+class AbstractPolicy:
+    """A strategy over buckets: ``bucket_maps[r]`` ([C_r] per isomorphic class or
+    [B_r, H] per canonical board and hand, ints in 0..K_r-1) and ``strategies[r]``
+    ([S_r, P_r, K_r] probabilities per action slot, prefix and bucket)."""
+
+    bucket_maps: Sequence[Any]
+    strategies: Sequence[Any]
+
+
+def build_game(config: GameConfig | None = None, *, dtype: torch.dtype = torch.float32,
+               device: torch.device | str = "cpu") -> Numeral211PublicGame:
+    """The public-tree game of ``config`` (default: the paper's game)."""
+    return Numeral211PublicGame(config or GameConfig(), dtype=dtype, device=device)
+
+
+def prefix_histories(game: Numeral211PublicGame, r: int) -> list[str]:
+    """Betting histories (rounds joined by ``/``) of round r's prefixes, in index order."""
+    hist = [""]
+    for rr in range(r):
+        exits = game.betting[rr].exit_histories
+        hist = [(h + "/" if rr else "") + e for e in exits for h in hist]
+    return hist
+
+
+def _node_slices(game: Numeral211PublicGame, r: int) -> list[slice]:
+    tmpl = game.rounds[r]
+    return [slice(o, o + a) for o, a in zip(tmpl.slot_offsets, tmpl.num_actions)]
+
+
+def _normalise_nodes(game: Numeral211PublicGame, r: int, x: Tensor) -> Tensor:
+    for sl in _node_slices(game, r):
+        x[sl] = normalize_dense(x[sl])
+    return x
+
+
+def _policy_shapes(game: Numeral211PublicGame) -> list[tuple[int, int, int, int]]:
+    return [(t.num_slots, p, b, game.num_hands)
+            for t, p, b in zip(game.rounds, game.prefixes, game.num_boards)]
+
+
+def uniform_policy(game: Numeral211PublicGame) -> Policy:
+    """Uniform random play at every infoset (full-game layout)."""
+    out = []
+    for r, shape in enumerate(_policy_shapes(game)):
+        x = torch.ones(shape, dtype=game.dtype, device=game.device)
+        out.append(_normalise_nodes(game, r, x))
+    return out
+
+
+def _class_index(game: Numeral211PublicGame, r: int) -> tuple[np.ndarray, int]:
+    return game.iso.class_table(r)
+
+
+def _check_bucket_map(game: Numeral211PublicGame, r: int, bucket_map: Any) -> np.ndarray:
+    """The [B_r, H] bucket of every (canonical board, hand), -1 for clashing hands."""
+    table, num_classes = _class_index(game, r)
+    arr = np.asarray(bucket_map)
+    if arr.dtype.kind not in "iu":
+        raise BucketMapError(f"bucket map of round {r} must hold integers, got {arr.dtype}")
+    arr = arr.astype(np.int64)
+    if arr.shape == (num_classes,):
+        full = np.where(table >= 0, arr[np.maximum(table, 0)], -1)
+    elif arr.shape == table.shape:
+        full = np.where(table >= 0, arr, -1)
+        # constant on isomorphic classes?
+        cls = table[table >= 0]
+        vals = full[table >= 0]
+        first = np.full(num_classes, -1, dtype=np.int64)
+        first[cls[::-1]] = vals[::-1]
+        if (first[cls] != vals).any():
+            raise BucketMapError(f"bucket map of round {r} differs between suit-isomorphic "
+                                 "hands; give one bucket per isomorphic class")
+    else:
+        raise BucketMapError(f"bucket map of round {r} has shape {arr.shape}; expected "
+                             f"({num_classes},) (isomorphic classes) or {table.shape} "
+                             "(canonical boards x hands)")
+    if (full[table >= 0] < 0).any():
+        raise BucketMapError(f"bucket map of round {r} has negative buckets")
+    return full
+
+
+def expand_abstract_policy(game: Numeral211PublicGame, policy: AbstractPolicy) -> Policy:
+    """The full-game policy [S_r, P_r, B_r, H] per round of an :class:`AbstractPolicy`.
+
+    Raises :class:`BucketMapError` on maps or strategies of the wrong shape, buckets out of
+    range, negative or non-finite probabilities."""
+    rounds = len(game.rounds)
+    if len(policy.bucket_maps) != rounds or len(policy.strategies) != rounds:
+        raise BucketMapError(f"an abstract policy needs {rounds} bucket maps and {rounds} "
+                             f"strategies, got {len(policy.bucket_maps)} and "
+                             f"{len(policy.strategies)}")
+    out = []
+    for r, (s, p, _, _) in enumerate(_policy_shapes(game)):
+        full = _check_bucket_map(game, r, policy.bucket_maps[r])
+        strat = torch.as_tensor(np.asarray(policy.strategies[r]), dtype=game.dtype)
+        if strat.dim() != 3 or tuple(strat.shape[:2]) != (s, p):
+            raise BucketMapError(f"strategy of round {r} has shape {tuple(strat.shape)}; "
+                                 f"expected ({s}, {p}, buckets)")
+        k = strat.shape[2]
+        if full.max(initial=-1) >= k:
+            raise BucketMapError(f"bucket map of round {r} uses bucket {int(full.max())} but "
+                                 f"the strategy has {k} buckets")
+        if not bool(torch.isfinite(strat).all()) or bool((strat < 0).any()):
+            raise BucketMapError(f"strategy of round {r} has negative or non-finite "
+                                 "probabilities")
+        strat = _normalise_nodes(game, r, strat.clone())
+        index = torch.as_tensor(np.maximum(full, 0), device=game.device)
+        strat = strat.to(game.device)
+        out.append(strat[:, :, index])  # [S, P, B, H]
+    return out
+
+
+def class_policy(game: Numeral211PublicGame, per_class: Sequence[Any]) -> Policy:
+    """Full-game policy from per-class strategies ``[S_r, P_r, C_r]`` (the policy file
+    layout): an abstract policy whose buckets are the isomorphic classes."""
+    maps = [np.arange(_class_index(game, r)[1]) for r in range(len(game.rounds))]
+    return expand_abstract_policy(game, AbstractPolicy(maps, per_class))
+
+
+def policy_to_classes(game: Numeral211PublicGame, policy: Policy) -> list[np.ndarray]:
+    """Per-class strategies [S_r, P_r, C_r] (float32) of a suit-symmetric full-game
+    policy: the value at the first (board, hand) of every class."""
+    out = []
+    for r, pol in enumerate(policy):
+        table, num_classes = _class_index(game, r)
+        flat = table.reshape(-1)
+        ok = np.flatnonzero(flat >= 0)
+        first = np.full(num_classes, -1, dtype=np.int64)
+        first[flat[ok][::-1]] = ok[::-1]
+        arr = pol.reshape(pol.shape[0], pol.shape[1], -1)[:, :, torch.as_tensor(
+            first, device=pol.device)]
+        out.append(arr.to(torch.float32).cpu().numpy())
+    return out
+
+
+def random_symmetric_policy(game: Numeral211PublicGame, seed: int = 0) -> Policy:
+    """A random suit-symmetric policy (one random distribution per class and prefix)."""
+    rng = np.random.default_rng(seed)
+    per_class = []
+    for r, (s, p, _, _) in enumerate(_policy_shapes(game)):
+        per_class.append(rng.random((s, p, _class_index(game, r)[1])))
+    return class_policy(game, per_class)
+
+
+def to_mbg(chips: float, config: GameConfig) -> float:
+    """Chips per game -> mb/g (thousandths of the ante per game)."""
+    if config.ante == 0:
+        return float("nan")
+    return chips * 1000.0 / config.ante
+
+
+def exploitability(game: Numeral211PublicGame,
+                   policy: Union[Policy, AbstractPolicy]) -> PublicExploitability:
+    """Exact best-response values and exploitability (chips per game) of ``policy``: a
+    full-game policy (list of [S_r, P_r, B_r, H]) or an :class:`AbstractPolicy`."""
+    if isinstance(policy, AbstractPolicy):
+        policy = expand_abstract_policy(game, policy)
+    shapes = _policy_shapes(game)
+    if len(policy) != len(shapes):
+        raise BucketMapError(f"a policy needs {len(shapes)} rounds, got {len(policy)}")
+    checked = []
+    for r, (pol, shape) in enumerate(zip(policy, shapes)):
+        pol = torch.as_tensor(pol)
+        if tuple(pol.shape) != shape:
+            raise BucketMapError(f"policy of round {r} has shape {tuple(pol.shape)}, "
+                                 f"expected {shape}")
+        checked.append(pol.to(device=game.device, dtype=game.dtype))
+    return public_exploitability(game, checked)
+
+
+def make_solver(game: Numeral211PublicGame, algo: str = "cfr+", *,
+                max_memory_bytes: int | None = None, **variant: float) -> PublicTreeCFR:
+    """A :class:`PublicTreeCFR` on ``game`` (memory estimated first; MemoryLimitError when it
+    exceeds ``max_memory_bytes``)."""
+    return PublicTreeCFR(game, algo, dtype=game.dtype, device=game.device,
+                         max_memory_bytes=max_memory_bytes,
+                         **{k: v for k, v in variant.items() if v is not None})
+
+
+# ---------------------------------------------------------------------- files
+def _meta_json(meta: dict[str, Any]) -> np.ndarray:
+    return np.array(json.dumps(meta))
+
+
+def _write_npz(path: str | Path, arrays: dict[str, np.ndarray]) -> None:
+    from tensorcfr.utils.io import atomic_path
+
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as fh:
+            np.savez(fh, **arrays)
+
+
+def _read_npz(path: str | Path, what: str, fmt: str) -> tuple[dict[str, Any], Any]:
+    p = Path(path)
+    if not p.is_file():
+        raise TensorCFRError(f"{what} {str(path)!r} does not exist")
+    try:
+        data = np.load(p, allow_pickle=False)
+        meta = json.loads(str(data["meta"]))
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError,
+            json.JSONDecodeError) as exc:
+        raise CorruptFileError(f"{what} {str(path)!r} is not readable ({type(exc).__name__}: "
+                               f"{str(exc).splitlines()[0] if str(exc) else 'corrupt'})"
+                               ) from None
+    if not isinstance(meta, dict) or meta.get("format") != fmt:
+        raise CorruptFileError(f"{what} {str(path)!r} is not a {fmt} file")
+    return meta, data
+
+
+def _array(data: Any, key: str, what: str, path: str | Path) -> np.ndarray:
+    try:
+        return np.asarray(data[key])
+    except (KeyError, ValueError, OSError, zipfile.BadZipFile, EOFError) as exc:
+        raise CorruptFileError(f"{what} {str(path)!r}: cannot read {key} "
+                               f"({type(exc).__name__})") from None
+
+
+def save_policy(path: str | Path, game: Numeral211PublicGame, policy: Policy,
+                **meta: Any) -> None:
+    """Write a suit-symmetric full-game policy to ``path`` (atomic; layout in the module
+    docstring).  ``meta`` entries (algo, iterations, exploitability...) go into ``meta``."""
+    arrays = {f"policy_{r}": a for r, a in enumerate(policy_to_classes(game, policy))}
+    arrays["meta"] = _meta_json({"format": POLICY_FORMAT, "game": game.config.to_dict(),
+                                 "layout": "policy_<r>[slot, prefix, isomorphic class]",
+                                 **meta})
+    _write_npz(path, arrays)
+
+
+def load_policy(path: str | Path, *, dtype: torch.dtype = torch.float32,
+                device: torch.device | str = "cpu"
+                ) -> tuple[Numeral211PublicGame, Policy, dict[str, Any]]:
+    """Read a policy file: (game, full-game policy, meta).  CorruptFileError on a damaged or
+    foreign file."""
+    meta, data = _read_npz(path, "policy file", POLICY_FORMAT)
+    try:
+        config = GameConfig.from_dict(meta.get("game"))
+    except GameConfigError as exc:
+        raise CorruptFileError(f"policy file {str(path)!r}: {exc}") from None
+    game = build_game(config, dtype=dtype, device=device)
+    per_class = []
+    for r in range(len(game.rounds)):
+        arr = _array(data, f"policy_{r}", "policy file", path)
+        want = (game.rounds[r].num_slots, game.prefixes[r], _class_index(game, r)[1])
+        if arr.shape != want:
+            raise CorruptFileError(f"policy file {str(path)!r}: policy_{r} has shape "
+                                   f"{arr.shape}, expected {want}")
+        per_class.append(arr)
+    try:
+        policy = class_policy(game, per_class)
+    except BucketMapError as exc:
+        raise CorruptFileError(f"policy file {str(path)!r}: {exc}") from None
+    return game, policy, meta
+
+
+def save_checkpoint(path: str | Path, solver: PublicTreeCFR, config: GameConfig,
+                    **meta: Any) -> None:
+    """Write the solver state (atomic) so that :func:`load_checkpoint` resumes bitwise."""
+    arrays = dict(solver.state_arrays())
+    variant = solver.variant
+    arrays["meta"] = _meta_json({
+        "format": CHECKPOINT_FORMAT, "game": config.to_dict(), "iteration": solver.iteration,
+        "algo": variant.name, "alpha": variant.alpha, "beta": variant.beta,
+        "gamma": variant.gamma, "dtype": str(solver.dtype).removeprefix("torch."), **meta})
+    _write_npz(path, arrays)
+
+
+def read_checkpoint_meta(path: str | Path) -> dict[str, Any]:
+    """The ``meta`` of a checkpoint (format checked)."""
+    return _read_npz(path, "checkpoint", CHECKPOINT_FORMAT)[0]
+
+
+def load_checkpoint(path: str | Path, solver: PublicTreeCFR, config: GameConfig) -> dict:
+    """Restore ``solver`` from a checkpoint of the same game, algorithm and dtype; returns
+    the checkpoint's meta.  CorruptFileError on damage or a mismatch."""
+    meta, data = _read_npz(path, "checkpoint", CHECKPOINT_FORMAT)
+    if meta.get("game") != config.to_dict():
+        raise CorruptFileError(f"checkpoint {str(path)!r} is for another game variant "
+                               f"({meta.get('game')})")
+    v = solver.variant
+    if (meta.get("algo"), meta.get("alpha"), meta.get("beta"), meta.get("gamma")) != (
+            v.name, v.alpha, v.beta, v.gamma):
+        raise CorruptFileError(f"checkpoint {str(path)!r} was made with --algo "
+                               f"{meta.get('algo')}; resume with the same algorithm")
+    arrays = {}
+    for r in range(len(solver.regrets)):
+        for name in ("regrets", "average"):
+            arrays[f"{name}_{r}"] = _array(data, f"{name}_{r}", "checkpoint", path)
+    it = meta.get("iteration")
+    if not isinstance(it, int) or it < 0:
+        raise CorruptFileError(f"checkpoint {str(path)!r} has no valid iteration count")
+    solver.load_state_arrays(arrays, it)
+    return meta
+
+
+# ---------------------------------------------------------------------- solve loop
+@dataclass
+class SolveProgress:
+    """What :func:`run_solver` reports after every iteration (``exploitability`` in chips per
+    game, None until the first evaluation)."""
+
+    iteration: int
+    target: int
+    seconds: float
+    exploitability: float | None = None
+    curve: list[dict[str, float]] = field(default_factory=list)
+
+
+def run_solver(game: Numeral211PublicGame, solver: PublicTreeCFR, iterations: int, *,
+               eval_every: int = 0, checkpoint: str | Path | None = None,
+               checkpoint_every_seconds: float = 600.0,
+               on_progress: Callable[[SolveProgress], None] | None = None,
+               curve: list[dict[str, float]] | None = None) -> SolveProgress:
+    """Iterate ``solver`` up to ``iterations`` in total (it may already be past some).
+
+    Every ``eval_every`` iterations (and at the end when ``eval_every`` > 0) the exact
+    exploitability of the average policy is computed and appended to the curve
+    (``{"iteration", "exploitability", "mbg", "seconds"}``).  With ``checkpoint`` the state is
+    saved every ``checkpoint_every_seconds`` and at the end (with the curve)."""
+    curve = list(curve or [])
+    progress = SolveProgress(solver.iteration, iterations, 0.0,
+                             curve[-1]["exploitability"] if curve else None, curve)
+    started = time.perf_counter()
+    last_save = started
+
+    def evaluate() -> None:
+        ex = exploitability(game, solver.average_policy())
+        point = {"iteration": solver.iteration, "exploitability": ex.exploitability,
+                 "mbg": to_mbg(ex.exploitability, game.config),
+                 "seconds": time.perf_counter() - started}
+        if not curve or curve[-1]["iteration"] != solver.iteration:
+            curve.append(point)
+        progress.exploitability = ex.exploitability
+
+    while solver.iteration < iterations:
+        solver.iterate(1)
+        progress.iteration = solver.iteration
+        if eval_every and (solver.iteration % eval_every == 0 or solver.iteration == iterations):
+            evaluate()
+        progress.seconds = time.perf_counter() - started
+        if checkpoint is not None and (time.perf_counter() - last_save
+                                       >= checkpoint_every_seconds):
+            save_checkpoint(checkpoint, solver, game.config, curve=curve)
+            last_save = time.perf_counter()
+        if on_progress is not None:
+            on_progress(progress)
+    if eval_every and (not curve or curve[-1]["iteration"] != solver.iteration):
+        evaluate()
+    if checkpoint is not None:
+        save_checkpoint(checkpoint, solver, game.config, curve=curve)
+    progress.seconds = time.perf_counter() - started
+    progress.curve = curve
+    return progress
+
+
+def estimate_bytes(game: Numeral211PublicGame) -> int:
+    """Estimated peak memory (bytes) of solving ``game`` (see
+    :func:`tensorcfr.core.public_tree.estimate_solver_bytes`)."""
+    return estimate_solver_bytes(game, game.dtype)
+

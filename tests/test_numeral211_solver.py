@@ -1,0 +1,274 @@
+"""Numeral211 full-game solver: cross-checks against OpenSpiel and the generic engine.
+
+A tiny deck (ranks T, A in 3 suits: 6 cards, exactly one deal's worth) with 1 bet per round
+keeps OpenSpiel's history walk to a few seconds.  The public-tree solver, OpenSpiel's own
+``nash_conv`` on the Python game ``python_numeral211`` and the project's generic engine
+(the game flattened into a :class:`LevelTree`) must give the same exploitability for the same
+policy, and the public-tree CFR iterates must be OpenSpiel's.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from tensorcfr.core.public_tree import PublicTreeCFR
+from tensorcfr.errors import CorruptFileError, MemoryLimitError, TensorCFRError
+from tensorcfr.games.numeral211 import openspiel_game as og
+from tensorcfr.games.numeral211 import solver as n211
+from tensorcfr.games.numeral211.config import GameConfig
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+TINY = og.config_of({"ranks": "TA", "suits": 3, "max_bets": 1})
+SMALL = GameConfig(ranks="9TA", suits=2, max_bets=(2, 2, 2))
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    """(public-tree game, OpenSpiel game, TabularPolicy template, flattened LevelTree)."""
+    from open_spiel.python import policy as os_policy
+
+    from tensorcfr.games.openspiel.flatten import flatten_game
+
+    game = n211.build_game(TINY, dtype=torch.float64)
+    os_game = og.load(TINY)
+    return game, os_game, os_policy.TabularPolicy(os_game), flatten_game(
+        os_game, dtype=torch.float64)
+
+
+def _slots_from_tabular(tree, tab) -> torch.Tensor:
+    """The generic engine's [A] policy slots from an OpenSpiel TabularPolicy."""
+    slots = torch.zeros(tree.num_slots, dtype=torch.float64)
+    offsets = tree.infoset_action_offset.tolist()
+    counts = tree.infoset_num_actions.tolist()
+    ids = tree.action_id.tolist()
+    for i, key in enumerate(tree.infoset_keys):
+        row = tab.action_probability_array[tab.state_lookup[key]]
+        for s in range(offsets[i], offsets[i] + counts[i]):
+            slots[s] = float(row[ids[s]])
+    return slots
+
+
+def _chance_scales(config: GameConfig) -> list[float]:
+    """Probability of the public cards of rounds 1..r: the public-tree solver's regrets at
+    round r are OpenSpiel's divided by it (a per-round constant: regret matching, RM+ and
+    DCFR's discounts are scale free, so the iterates are the same)."""
+    scales, left = [1.0], config.num_cards - 4
+    for r in range(1, config.num_rounds):
+        scales.append(scales[-1] / left)
+        left -= 1
+    return scales
+
+
+def test_exploitability_agrees_three_ways(tiny) -> None:
+    """A random suit-symmetric policy: public tree == OpenSpiel nash_conv / 2 == generic
+    engine (float64, 1e-9); the uniform policy: public tree == generic engine."""
+    from open_spiel.python.algorithms import exploitability as os_expl
+
+    from tensorcfr.core.best_response import exploitability as generic_expl
+
+    game, os_game, template, tree = tiny
+    for which in ("uniform", "random"):
+        policy = (n211.uniform_policy(game) if which == "uniform"
+                  else n211.random_symmetric_policy(game, seed=3))
+        ours = n211.exploitability(game, policy)
+        tab = og.policy_to_tabular(game, policy, os_game, template)
+        generic = generic_expl(tree, _slots_from_tabular(tree, tab))
+        assert ours.exploitability == pytest.approx(generic.exploitability, abs=1e-9)
+        assert ours.best_response_values == pytest.approx(
+            generic.per_player.tolist(), abs=1e-9)
+        assert ours.policy_values == pytest.approx(generic.policy_values.tolist(), abs=1e-9)
+        assert sum(ours.policy_values) == pytest.approx(0.0, abs=1e-12)  # zero-sum
+        if which == "random":
+            theirs = os_expl.nash_conv(os_game, tab) / 2
+            assert ours.exploitability == pytest.approx(theirs, abs=1e-9)
+
+
+def _compare_regrets(game, ours, infoset_regrets, os_game, template) -> int:
+    scaled = [r.clone() * s for r, s in zip(ours.regrets, _chance_scales(game.config))]
+    tab = og.policy_to_tabular(game, scaled, os_game, template)
+    checked = 0
+    for key, idx in tab.state_lookup.items():
+        for action, value in infoset_regrets(key).items():
+            assert tab.action_probability_array[idx][action] == pytest.approx(
+                value, abs=1e-12), key
+            checked += 1
+    return checked
+
+
+def test_cfr_iterates_match_openspiel(tiny) -> None:
+    """Vanilla CFR, alternating updates: the cumulative regrets of every infoset agree with
+    OpenSpiel's CFRSolver for the first two iterations.  (Later some regrets that are exactly
+    0 in OpenSpiel come out +-1e-17 here, the card-removal sums cancelling in another order,
+    and regret matching turns such noise into another pure strategy; so the iterates are
+    compared entry by entry while no such tie has occurred.)"""
+    from open_spiel.python.algorithms import cfr
+
+    game, os_game, template, _ = tiny
+    ours = PublicTreeCFR(game, "cfr", dtype=torch.float64)
+    theirs = cfr.CFRSolver(os_game)
+    for _ in range(2):
+        ours.iterate(1)
+        theirs.evaluate_and_update_policy()
+        nodes = theirs._info_state_nodes
+        assert _compare_regrets(game, ours, lambda k: nodes[k].cumulative_regret, os_game,
+                                template) > 10_000
+    cur_ours = og.policy_to_tabular(game, ours.current_policy(), os_game, template)
+    cur_theirs = theirs.current_policy()
+    compared = 0
+    for key, idx in cur_ours.state_lookup.items():
+        if max(abs(v) for v in nodes[key].cumulative_regret.values()) < 1e-9:
+            continue  # an all-zero regret row: uniform there, noise-driven here
+        compared += 1
+        np.testing.assert_allclose(cur_ours.action_probability_array[idx],
+                                   cur_theirs.action_probability_array[
+                                       cur_theirs.state_lookup[key]], atol=1e-12)
+    assert compared > 3000
+
+
+@pytest.mark.parametrize("algo", ["cfr+", "dcfr"])
+def test_iterates_match_generic_engine(tiny, algo: str) -> None:
+    """CFR+ and DCFR: regrets equal the generic tensor engine's (on the flattened OpenSpiel
+    game) for two iterations (see above for why no more), and the average policies' exploitabilities agree."""
+    from tensorcfr.core.best_response import exploitability as generic_expl
+    from tensorcfr.core.cfr import TensorCFRSolver
+
+    game, os_game, template, tree = tiny
+    ours = n211.make_solver(game, algo)
+    generic = TensorCFRSolver(tree, algo)
+    keys = tree.infoset_keys
+    offsets = tree.infoset_action_offset.tolist()
+    counts = tree.infoset_num_actions.tolist()
+    ids = tree.action_id.tolist()
+    index = {k: i for i, k in enumerate(keys)}
+    for _ in range(2):
+        ours.iterate(1)
+        generic.iterate(1)
+        regrets = generic.cumulative_regrets().tolist()
+
+        def lookup(key, regrets=regrets):
+            i = index[key]
+            return {ids[s]: regrets[s] for s in range(offsets[i], offsets[i] + counts[i])}
+
+        _compare_regrets(game, ours, lookup, os_game, template)
+    ex_ours = n211.exploitability(game, ours.average_policy()).exploitability
+    ex_generic = generic_expl(tree, generic.average_policy()).exploitability
+    assert ex_ours == pytest.approx(ex_generic, abs=1e-9)
+
+
+def test_abstract_policy_of_classes_equals_full_policy() -> None:
+    game = n211.build_game(SMALL, dtype=torch.float64)
+    solver = n211.make_solver(game, "cfr+")
+    solver.iterate(5)
+    policy = solver.average_policy()
+    per_class = n211.policy_to_classes(game, policy)
+    maps = [np.arange(game.iso.class_table(r)[1]) for r in range(3)]
+    a = n211.exploitability(game, policy)
+    b = n211.exploitability(game, n211.AbstractPolicy(maps, per_class))
+    assert a.exploitability == pytest.approx(b.exploitability, abs=1e-6)
+    # one bucket per round: a strategy that ignores the cards
+    one = [np.zeros(game.iso.class_table(r)[1], dtype=np.int64) for r in range(3)]
+    strat = [np.ones((t.num_slots, p, 1)) for t, p in zip(game.rounds, game.prefixes)]
+    c = n211.exploitability(game, n211.AbstractPolicy(one, strat))
+    d = n211.exploitability(game, n211.uniform_policy(game))
+    assert c.exploitability == pytest.approx(d.exploitability, abs=1e-9)
+    # a bucket map per (board, hand) must be constant on isomorphic classes (3 suits: the
+    # flop board's stabilizer swaps the two other suits)
+    game3 = n211.build_game(TINY, dtype=torch.float64)
+    one3 = [np.zeros(game3.iso.class_table(r)[1], dtype=np.int64) for r in range(3)]
+    strat3 = [np.ones((t.num_slots, p, 2)) for t, p in zip(game3.rounds, game3.prefixes)]
+    table, _ = game3.iso.class_table(1)
+    ok = np.where(table >= 0, 0, -1)
+    n211.expand_abstract_policy(game3, n211.AbstractPolicy([one3[0], ok, one3[2]], strat3))
+    bad = ok.copy()
+    shared = [h for h in np.flatnonzero(table[0] >= 0) if (table[0] == table[0, h]).sum() > 1]
+    bad[0, shared[0]] = 1
+    with pytest.raises(n211.BucketMapError, match="isomorphic"):
+        n211.expand_abstract_policy(game3, n211.AbstractPolicy([one3[0], bad, one3[2]],
+                                                               strat3))
+    with pytest.raises(n211.BucketMapError, match="shape"):
+        n211.expand_abstract_policy(game, n211.AbstractPolicy([one[0], one[0], one[2]], strat))
+    with pytest.raises(n211.BucketMapError, match="buckets"):
+        n211.expand_abstract_policy(game, n211.AbstractPolicy(
+            [one[0], one[1] + 1, one[2]], strat))
+
+
+def test_symmetry_and_convergence_small_variant() -> None:
+    """CFR+ on a 6-card, 2-bet variant: exploitability falls, values are zero-sum, and the
+    best responses are non-negative improvements."""
+    game = n211.build_game(SMALL, dtype=torch.float64)
+    solver = n211.make_solver(game, "cfr+")
+    curve = []
+    for _ in range(4):
+        solver.iterate(25)
+        curve.append(n211.exploitability(game, solver.average_policy()))
+    assert curve[-1].exploitability < curve[0].exploitability
+    for ex in curve:
+        assert sum(ex.policy_values) == pytest.approx(0.0, abs=1e-9)
+        for b, v in zip(ex.best_response_values, ex.policy_values):
+            assert b >= v - 1e-9
+
+
+def test_float32_evaluation_and_solve_track_float64() -> None:
+    """The float32 game evaluates a policy as float64 does (rel 1e-5), and a float32 CFR+
+    run converges like the float64 one (iterates may part where regrets are ~0, so only the
+    exploitability level is compared)."""
+    g64 = n211.build_game(SMALL, dtype=torch.float64)
+    g32 = n211.build_game(SMALL, dtype=torch.float32)
+    s64 = n211.make_solver(g64, "cfr+")
+    s64.iterate(30)
+    policy = s64.average_policy()
+    e64 = n211.exploitability(g64, policy).exploitability
+    e32 = n211.exploitability(g32, [p.float() for p in policy]).exploitability
+    assert e32 == pytest.approx(e64, rel=1e-5)
+    s32 = n211.make_solver(g32, "cfr+")
+    s32.iterate(30)
+    assert n211.exploitability(g32, s32.average_policy()).exploitability == pytest.approx(
+        e64, rel=0.25)
+
+
+def test_checkpoint_resume_is_bitwise(tmp_path) -> None:
+    game = n211.build_game(SMALL)
+    straight = n211.make_solver(game, "dcfr")
+    n211.run_solver(game, straight, 6)
+    first = n211.make_solver(game, "dcfr")
+    ck = tmp_path / "ck.npz"
+    n211.run_solver(game, first, 3, checkpoint=ck, eval_every=3)
+    resumed = n211.make_solver(game, "dcfr")
+    meta = n211.load_checkpoint(ck, resumed, SMALL)
+    assert resumed.iteration == 3 and meta["curve"][0]["iteration"] == 3
+    n211.run_solver(game, resumed, 6, curve=meta["curve"])
+    for a, b in zip(straight.state_arrays().values(), resumed.state_arrays().values()):
+        assert np.array_equal(a, b)
+    with pytest.raises(CorruptFileError, match="algorithm"):
+        n211.load_checkpoint(ck, n211.make_solver(game, "cfr+"), SMALL)
+    ck.write_bytes(ck.read_bytes()[:200])
+    with pytest.raises(CorruptFileError):
+        n211.load_checkpoint(ck, resumed, SMALL)
+
+
+def test_policy_file_round_trip(tmp_path) -> None:
+    game = n211.build_game(SMALL)
+    solver = n211.make_solver(game, "cfr+")
+    solver.iterate(5)
+    policy = solver.average_policy()
+    path = tmp_path / "p.npz"
+    n211.save_policy(path, game, policy, algo="cfr+", iterations=5)
+    game2, policy2, meta = n211.load_policy(path)
+    assert meta["iterations"] == 5 and game2.config == SMALL
+    a = n211.exploitability(game, policy).exploitability
+    b = n211.exploitability(game2, policy2).exploitability
+    assert a == pytest.approx(b, rel=1e-6)  # float32 file, renormalised
+    (tmp_path / "bad.npz").write_text("not a zip")
+    with pytest.raises(CorruptFileError):
+        n211.load_policy(tmp_path / "bad.npz")
+
+
+def test_memory_limit_refuses_before_allocating() -> None:
+    game = n211.build_game(GameConfig())
+    with pytest.raises(MemoryLimitError, match="GiB"):
+        n211.make_solver(game, "cfr+", max_memory_bytes=2**30)
+    with pytest.raises(TensorCFRError):
+        n211.make_solver(n211.build_game(SMALL), "pcfr+")
