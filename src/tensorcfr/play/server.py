@@ -248,6 +248,8 @@ def create_app(*, table: str | None = None, model: str | None = None, max_games:
         model_config = ConfigDict(extra="forbid")
         card: CardIndex
         captured: List[CardIndex] = Field(default_factory=list, max_length=40)
+        notation: Optional[str] = Field(None, max_length=64, description=(
+            "ignored: lets a client send back an entry of the view's `legal` list as is"))
 
     class Message(BaseModel):
         detail: str

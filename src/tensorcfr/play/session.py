@@ -158,7 +158,9 @@ class SolutionCache:
         key = tuple(int(c) for c in deal)
         fut, mine = self._entry(key)
         if mine:
-            threading.Thread(target=self._run, args=(key, fut), daemon=True,
+            # not a daemon: the interpreter waits for it at exit (a few seconds at most),
+            # since torch aborts the process if a daemon thread is still inside it then
+            threading.Thread(target=self._run, args=(key, fut), daemon=False,
                              name="pasur-solve").start()
 
     def is_ready(self, deal: Sequence[int]) -> bool:

@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from tensorcfr.games.pasur.cards import card_code
 from tensorcfr.games.pasur.rules import PLAYERS, Action
@@ -59,7 +60,7 @@ class TerminalGame:
     """One game in the terminal; ``read`` reads a line (``input`` by default, EOF = quit)."""
 
     def __init__(self, session: GameSession, console: Console,
-                 read: Callable[[str], str] | None = None,
+                 read: Callable[[Any], str] | None = None,
                  record_path: str | None = None) -> None:
         self.session = session
         self.console = console
@@ -82,16 +83,19 @@ class TerminalGame:
             who = "you" if name == PLAYERS[s.human] else f"{s.ai_name} AI"
             total = v["score"][name]["total"]
             pile = v["piles"][name]
-            c.print(f"  [bold]{name:<4}[/] ({who:<9}) hand {cards_markup(v['hands'][name]):<40}"
+            hand = cards_markup(v["hands"][name])
+            pad = " " * max(0, 15 - len(Text.from_markup(hand).plain))
+            c.print(f"  [bold]{name:<4}[/] {who:<9}  hand {hand}{pad}"
                     f"  pile {len(pile):>2} cards  [bold]{total:>2} pts[/] "
                     f"[dim]({_score_line(v['score'][name])})[/]", highlight=False)
             if name == ai:
-                c.print(f"  [green]pool[/]              {cards_markup(v['pool'])}", highlight=False)
+                c.print(f"  [green]pool[/]                 {cards_markup(v['pool'])}",
+                        highlight=False)
         c.print("  [dim]open hands (double-dummy): both players see all cards[/]",
                 highlight=False)
 
     def show_play(self, info: Any) -> None:
-        who = "you" if info.by == "human" else f"{PLAYERS[info.player]} (AI)"
+        who = "you" if info.by == "human" else f"[bold magenta]{PLAYERS[info.player]} (AI)[/]"
         extra = []
         if info.points:
             extra.append(f"[green]+{info.points} pts[/]")
@@ -170,7 +174,8 @@ class TerminalGame:
             c.print(f"  [cyan]{i:>2}[/]) {action_markup(a)}", highlight=False)
         while True:
             try:
-                raw = self.read(f"your play [1-{len(actions)}, hint, undo, quit]: ")
+                raw = self.read(Text(f"your play [1-{len(actions)}, hint, undo, quit]: ",
+                                     style="bold"))
             except EOFError:
                 return "quit"
             text = raw.strip().lower()

@@ -1,0 +1,320 @@
+"""The game-session layer and the JSON API of ``tensorcfr pasur serve`` (FastAPI TestClient)."""
+
+from __future__ import annotations
+
+import random
+import re
+import threading
+import warnings
+
+import pytest
+
+from tensorcfr.games.pasur.records import parse_record, replay_record
+from tensorcfr.games.pasur.rules import (
+    Action,
+    apply_action,
+    illegal_reason,
+    initial_state,
+    legal_actions,
+    random_deal,
+)
+from tensorcfr.play.server import MAX_BODY_BYTES, create_app, load_static
+from tensorcfr.play.session import GameSession, IllegalMoveError, SolutionCache
+
+SEED = 3  # quick exact solve (about 0.1 s)
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    from fastapi.testclient import TestClient
+
+
+@pytest.fixture(scope="module")
+def solutions(one_thread):
+    return SolutionCache(max_size=4)
+
+
+@pytest.fixture()
+def client(solutions):
+    return TestClient(create_app(solutions=solutions))
+
+
+def _new(client, **body):
+    r = client.post("/api/games", json={"seed": SEED, "ai_seed": 1, **body})
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def _play_out(client, view, rng):
+    """Play the human's side at random (and let the AI answer) until the end."""
+    gid = view["game_id"]
+    while not view["game_over"]:
+        if view["ai_to_move"]:
+            r = client.post(f"/api/games/{gid}/ai")
+        else:
+            assert view["your_turn"] and view["legal"]
+            a = rng.choice(view["legal"])
+            r = client.post(f"/api/games/{gid}/play",
+                            json={"card": a["card"], "captured": a["captured"]})
+        assert r.status_code == 200, r.text
+        view = r.json()
+    return view
+
+
+# --------------------------------------------------------------------------- the page
+
+def test_page_openapi_and_static_files(client):
+    r = client.get("/")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
+    assert "Open hands" in r.text and "double-dummy" in r.text
+    assert "default-src 'self'" in r.headers["content-security-policy"]
+    api = client.get("/openapi.json")
+    assert api.status_code == 200
+    paths = api.json()["paths"]
+    for path in ("/api/games", "/api/games/{game_id}/play", "/api/games/{game_id}/hints",
+                 "/api/games/{game_id}/analysis", "/api/records"):
+        assert path in paths
+    for name in ("app.js", "style.css"):
+        assert client.get(f"/static/{name}").status_code == 200
+    assert client.get("/static/../server.py").status_code == 404
+    assert client.get("/static/nope.js").status_code == 404
+    # nothing is fetched from the internet: no absolute URLs in the page's files (the SVG
+    # namespace of the inline icon is a name, never fetched)
+    for name, data in load_static().items():
+        assert not re.search(rb"https?://", data.replace(b"http://www.w3.org/2000/svg", b"")), name
+
+
+def test_options_offer_the_available_ais(client):
+    opts = client.get("/api/options").json()
+    avail = {a["name"]: a["available"] for a in opts["ais"]}
+    assert avail == {"exact": True, "random": True, "table": False, "model": False}
+    assert opts["mode"] == "open"
+    r = client.post("/api/games", json={"seed": 1, "ai": "table"})
+    assert r.status_code == 400 and "--table DIR" in r.json()["detail"]
+
+
+# --------------------------------------------------------------------------- a whole game
+
+def test_whole_game_through_the_api(client):
+    view = _new(client, human="bob", ai="exact")
+    gid = view["game_id"]
+    assert len(gid) >= 20 and view["human"] == "Bob" and view["ai_to_move"]
+    assert view["mode"] == "open" and view["hands"]["Alex"] and view["hands"]["Bob"]
+    r = client.post(f"/api/games/{gid}/ai")
+    view = r.json()
+    assert view["last_play"]["by"] == "ai" and view["your_turn"]
+    hints = client.get(f"/api/games/{gid}/hints").json()
+    assert hints["player"] == "Bob"
+    assert [(h["card"], h["captured"]) for h in hints["hints"]] == \
+        [(a["card"], a["captured"]) for a in view["legal"]]
+    assert min(h["loss"] for h in hints["hints"]) == 0
+    assert all(h["loss"] >= 0 for h in hints["hints"])
+    assert client.get(f"/api/games/{gid}/record").status_code == 400  # not finished
+    view = _play_out(client, view, random.Random(5))
+    assert view["over"] and view["play_index"] == 48 and not view["legal"]
+    record = client.get(f"/api/games/{gid}/record")
+    assert record.status_code == 200
+    assert "attachment" in record.headers["content-disposition"]
+    result = replay_record(parse_record(record.json()))
+    assert result.legal
+    assert view["score"]["Alex"]["total"] == result.alex_points
+    assert view["score"]["Bob"]["total"] == result.bob_points
+    assert view["score"]["Alex"] == result.alex.as_dict()
+    analysis = client.get(f"/api/games/{gid}/analysis").json()
+    assert analysis["final"]["utility"] == result.utility
+    assert analysis["exact_value"] == -6  # seed 3's value (tensorcfr pasur solve --seed 3)
+    # the points given away add up: result = exact value - Alex's cost + Bob's cost
+    assert result.utility == (analysis["exact_value"] - analysis["cost"]["Alex"]
+                              + analysis["cost"]["Bob"])
+    assert len(analysis["plays"]) == 48
+    assert {p["by"] for p in analysis["plays"][1::2]} == {"human"}
+    assert analysis["human_cost"] == sum(p["cost"] for p in analysis["plays"][1::2])
+    # step through the finished game
+    before = client.get(f"/api/games/{gid}", params={"at": 10}).json()
+    assert before["play_index"] == 10 and len(before["history"]) == 10 and not before["your_turn"]
+    assert client.get(f"/api/games/{gid}/hints", params={"at": 10}).json()["player"] == "Alex"
+
+
+def test_undo_takes_back_the_human_play_and_the_ai_reply(client):
+    view = _new(client, human="alex", ai="random")
+    gid = view["game_id"]
+    assert not view["can_undo"]
+    assert client.post(f"/api/games/{gid}/undo").status_code == 400
+    first = view["legal"][0]
+    view = client.post(f"/api/games/{gid}/play", json=first).json()
+    view = client.post(f"/api/games/{gid}/ai").json()
+    assert view["play_index"] == 2 and view["can_undo"]
+    view = client.post(f"/api/games/{gid}/undo").json()
+    assert view["play_index"] == 0 and view["your_turn"] and not view["can_undo"]
+
+
+# --------------------------------------------------------------------------- bad input
+
+def test_illegal_play_is_400_with_the_rules_reason(client):
+    view = _new(client, human="alex", ai="exact")
+    gid = view["game_id"]
+    state = initial_state(random_deal(SEED))
+    hand = state.hands[0]
+    cases = [Action(state.hands[1][0], ()),                 # not in Alex's hand
+             Action(hand[0], (state.hands[1][0],)),          # captures a card not in the pool
+             ]
+    # a card that can capture, laid
+    capturing = [a for a in legal_actions(state) if a.captured]
+    cases.append(Action(capturing[0].card, ()))
+    for action in cases:
+        r = client.post(f"/api/games/{gid}/play",
+                        json={"card": action.card, "captured": list(action.captured)})
+        assert r.status_code == 400
+        assert r.json()["detail"] == illegal_reason(state, action)
+    # the AI may not be asked at the human's turn, nor the human play at the AI's
+    assert client.post(f"/api/games/{gid}/ai").status_code == 400
+    legal = legal_actions(state)[0]
+    client.post(f"/api/games/{gid}/play", json={"card": legal.card,
+                                                  "captured": list(legal.captured)})
+    after = apply_action(state, legal)
+    other = legal_actions(after)[0]
+    r = client.post(f"/api/games/{gid}/play", json={"card": other.card,
+                                                      "captured": list(other.captured)})
+    assert r.status_code == 400 and "turn" in r.json()["detail"]
+    # malformed requests: 400 with one line naming the field
+    r = client.post(f"/api/games/{gid}/play", json={"card": 60, "captured": []})
+    assert r.status_code == 400 and r.json()["detail"].startswith("card:")
+    r = client.post(f"/api/games/{gid}/play", json={"card": 1, "captured": [1], "x": 1})
+    assert r.status_code == 400
+
+
+@pytest.mark.parametrize("body, message", [
+    ({"deal": "Ac As 9d"}, "a deal has 52 cards, this one has 3"),
+    ({"deal": "Ac As 9d Xx"}, "'Xx' is not a card"),
+    ({"deal": list(range(51)) + [50]}, "appears twice"),
+    ({"deal": [40] + [c for c in range(52) if c != 40]}, "the initial pool holds a Jack"),
+    ({"seed": 1, "deal": "Ac"}, "give a seed or a deal, not both"),
+    ({"seed": -1}, "seed:"),
+    ({"human": "carol"}, "human:"),
+    ({"ai": "deep-blue"}, "ai:"),
+])
+def test_bad_new_game_is_400_with_one_line(client, body, message):
+    r = client.post("/api/games", json=body)
+    assert r.status_code == 400
+    detail = r.json()["detail"]
+    assert message in detail and "\n" not in detail
+
+
+def test_unknown_game_is_404(client):
+    for method, path in (("get", ""), ("post", "/play"), ("post", "/ai"), ("post", "/undo"),
+                         ("get", "/hints"), ("get", "/analysis"), ("get", "/record")):
+        kwargs = {"json": {"card": 0, "captured": []}} if path == "/play" else {}
+        r = getattr(client, method)(f"/api/games/not-a-game{path}", **kwargs)
+        assert r.status_code == 404, path
+        assert "no such game" in r.json()["detail"]
+    assert client.get("/api/games/" + "x" * 200).status_code == 404
+
+
+def test_request_body_is_bounded(client):
+    r = client.post("/api/records", content=b"[" + b"0," * MAX_BODY_BYTES + b"0]",
+                    headers={"content-type": "application/json"})
+    assert r.status_code == 413
+
+
+# --------------------------------------------------------------------------- records
+
+def test_upload_record_to_step_through(client):
+    view = _play_out(client, _new(client, human="alex", ai="exact"), random.Random(2))
+    rec = client.get(f"/api/games/{view['game_id']}/record").json()
+    r = client.post("/api/records", json=rec)
+    assert r.status_code == 200, r.text
+    review = r.json()
+    assert review["imported"] and review["game_over"] and review["human"] == "Alex"
+    assert review["score"] == view["score"]
+    gid = review["game_id"]
+    assert client.post(f"/api/games/{gid}/play", json={"card": 0, "captured": []}
+                       ).status_code == 400
+    analysis = client.get(f"/api/games/{gid}/analysis").json()
+    original = client.get(f"/api/games/{view['game_id']}/analysis").json()
+    assert [p["cost"] for p in analysis["plays"]] == [p["cost"] for p in original["plays"]]
+    assert client.get(f"/api/games/{gid}", params={"at": 0}).json()["play_index"] == 0
+    # an illegal record: 400 naming the play; a malformed one: the format's one-line message
+    bad = dict(rec)
+    bad["plays"] = [dict(p) for p in rec["plays"]]
+    bad["plays"][1] = dict(bad["plays"][1], captured=[bad["deal"][0]] * 2)
+    r = client.post("/api/records", json=bad)
+    assert r.status_code == 400 and r.json()["detail"].startswith("illegal record: play 1 (Bob)")
+    r = client.post("/api/records", json={"deal": [1, 2]})
+    assert r.status_code == 400 and "plays" in r.json()["detail"]
+    r = client.post("/api/records", json=[1, 2, 3])
+    assert r.status_code == 400
+
+
+# --------------------------------------------------------------------------- bounded memory
+
+def test_cap_on_games_held(solutions):
+    client = TestClient(create_app(max_games=2, solutions=solutions))
+    ids = [_new(client, ai="random")["game_id"] for _ in range(3)]
+    assert client.get(f"/api/games/{ids[0]}").status_code == 404  # the oldest went first
+    assert client.get(f"/api/games/{ids[1]}").status_code == 200
+    assert client.get(f"/api/games/{ids[2]}").status_code == 200
+    assert len(client.app.state.store) == 2
+
+
+def test_idle_games_expire(solutions):
+    now = [1000.0]
+    client = TestClient(create_app(ttl_seconds=60, clock=lambda: now[0], solutions=solutions))
+    old = _new(client, ai="random")["game_id"]
+    now[0] += 50
+    fresh = _new(client, ai="random")["game_id"]
+    assert client.get(f"/api/games/{old}").status_code == 200  # used: idle time restarts
+    now[0] += 59
+    assert client.get(f"/api/games/{fresh}").status_code == 200
+    now[0] += 61
+    assert client.get(f"/api/games/{old}").status_code == 404
+    assert client.get(f"/api/games/{fresh}").status_code == 404
+    assert len(client.app.state.store) == 0
+
+
+# --------------------------------------------------------------------------- session layer
+
+def test_solution_cache_solves_once_and_is_bounded():
+    calls = []
+
+    def fake_solver(deal):
+        calls.append(deal)
+        return ("solution", deal)
+
+    cache = SolutionCache(max_size=2, solver=fake_solver)
+    deals = [random_deal(s) for s in range(3)]
+    threads = [threading.Thread(target=cache.get, args=(deals[0],)) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1 and cache.is_ready(deals[0])
+    cache.get(deals[1])
+    cache.get(deals[2])
+    assert len(cache) == 2 and not cache.is_ready(deals[0])  # least recently used dropped
+
+
+def test_hidden_view_never_shows_the_other_hand(solutions):
+    session = GameSession(random_deal(SEED), "alex", "random", solutions=solutions)
+    hidden = session.view("alex", visibility="hidden")
+    assert hidden["hands"]["Bob"] is None and hidden["hands"]["Alex"]
+    assert hidden["hand_counts"]["Bob"] == 4 and "deal" not in hidden
+    assert not hidden["hints_available"]
+    bob_cards = set(session.state.hands[1]) | set(random_deal(SEED)[12:])
+    shown = set(hidden["pool"]) | set(hidden["hands"]["Alex"])
+    assert not bob_cards & shown
+    opened = session.view("alex")
+    assert opened["hands"]["Bob"] == list(session.state.hands[1]) and opened["deal"]
+
+
+def test_session_undo_and_errors(solutions):
+    session = GameSession(random_deal(SEED), "bob", "exact", solutions=solutions, ai_seed=3)
+    with pytest.raises(IllegalMoveError, match="AI"):
+        session.play(legal_actions(session.state)[0])
+    assert len(session.advance()) == 1
+    with pytest.raises(IllegalMoveError):
+        session.undo()
+    session.play(session.legal()[0])
+    session.advance()
+    assert session.state.play_index == 3
+    assert session.undo() == 2 and session.state.play_index == 1
+    with pytest.raises(IllegalMoveError, match="not finished"):
+        session.record()

@@ -1,0 +1,96 @@
+"""The terminal game ``tensorcfr pasur play`` driven through a pseudo-terminal (pexpect)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+
+import pytest
+
+from tensorcfr.games.pasur.records import parse_record, replay_record
+
+pexpect = pytest.importorskip("pexpect")
+
+PROMPT = re.compile(r"your play \[1-(\d+), hint, undo, quit\]: ")
+
+
+def _spawn(*args: str):
+    env = dict(os.environ, COLUMNS="120", LINES="50", NO_COLOR="1", TERM="dumb")
+    return pexpect.spawn(sys.executable, ["-m", "tensorcfr.cli.main", "pasur", "play", *args],
+                         env=env, encoding="utf-8", timeout=60, dimensions=(50, 120))
+
+
+def test_terminal_whole_game_with_hint_and_undo(tmp_path):
+    record = tmp_path / "game.json"
+    child = _spawn("--seed", "3", "--as", "alex", "--ai", "exact", "--record", str(record))
+    child.expect(PROMPT)
+    assert "open hands" in child.before.lower()
+    child.sendline("hint")
+    child.expect("exact values for Alex")
+    child.expect(PROMPT)
+    assert "best" in child.before
+    child.sendline("1")
+    child.expect(r"#0 you: ")
+    child.expect(r"#1 Bob \(AI\): ")
+    child.expect(PROMPT)
+    child.sendline("undo")
+    child.expect(r"took back 2 play\(s\)")
+    child.expect(r"play 0 of 48")
+    child.expect(PROMPT)
+    child.sendline("zz")
+    child.expect("not a legal play or command")
+    plays = 0
+    while True:
+        index = child.expect([PROMPT, "record saved to"])
+        if index == 1:
+            break
+        n = int(child.match.group(1))
+        child.sendline(str(n))  # the last listed play
+        plays += 1
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert plays == 24
+    out = child.before
+    obj = json.loads(record.read_text(encoding="utf-8"))
+    assert obj["human"] == "Alex" and obj["ai"] == "exact" and obj["seed"] == 3
+    result = replay_record(parse_record(obj))
+    assert result.legal and result.state.is_terminal
+
+
+def test_terminal_end_of_game_analysis_and_quit(tmp_path):
+    record = tmp_path / "game.json"
+    child = _spawn("--seed", "3", "--as", "bob", "--ai", "random", "--ai-seed", "4",
+                   "--record", str(record))
+    child.expect(r"#0 Alex \(AI\): ")
+    child.expect(PROMPT)
+    child.sendline("quit")
+    child.expect("game abandoned")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert not record.exists()
+
+
+def test_terminal_analysis_shows_score_value_and_costs(tmp_path):
+    record = tmp_path / "g.json"
+    child = _spawn("--seed", "3", "--ai", "random", "--record", str(record))
+    while True:
+        index = child.expect([PROMPT, "final score"])
+        if index == 1:
+            break
+        child.sendline("1")
+    child.expect("record saved to")
+    text = child.before  # everything from "final score" up to the record line
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    result = replay_record(parse_record(json.loads(record.read_text(encoding="utf-8"))))
+    final = re.search(r"total\s*│\s*(\d+)\s*│\s*(\d+)", text)
+    assert final and (int(final.group(1)), int(final.group(2))) == \
+        (result.alex_points, result.bob_points)
+    assert "Exact value of the deal (optimal play by both): Alex -6" in text
+    assert re.search(r"your plays \(Alex\) gave away \d+ point", text)
+    assert "move list" in text
