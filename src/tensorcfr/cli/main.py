@@ -35,9 +35,10 @@ def _root(
 
 
 def _register() -> None:
-    from tensorcfr.cli import bench, generic, pasur
+    from tensorcfr.cli import bench, generic, numeral211, pasur
 
     app.add_typer(pasur.app, name="pasur")
+    app.add_typer(numeral211.app, name="numeral211")
     generic.register(app)
     app.command("bench")(bench.bench_command)
 
