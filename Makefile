@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 SEED   ?= 1
 
-.PHONY: setup demo test bench bench-pasur bench-pasur-dcfr bench-openspiel clean
+.PHONY: setup demo test browser-deps bench bench-pasur bench-pasur-dcfr bench-openspiel clean
 
 $(BIN)/tensorcfr: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -19,9 +19,24 @@ setup: $(BIN)/tensorcfr
 demo: setup
 	$(BIN)/tensorcfr pasur solve --seed $(SEED)
 
-## Set up, then run the test suite.
-test: setup
-	$(BIN)/python -m pytest
+## Set up, then run the test suite (-rs: skipped tests say why).
+test: setup browser-deps
+	$(BIN)/python -m pytest -rs
+
+## The browser test (tests/test_play_browser.py) drives Debian's chromium + chromium-driver:
+## installed here when missing and running as root with apt-get (as on CI); otherwise the
+## browser test is skipped and names the install command.
+browser-deps:
+	@if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing chromium + chromium-driver for the browser test (apt-get)"; \
+	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+	    --no-install-recommends chromium chromium-driver \
+	  || { echo "error: could not install chromium + chromium-driver for the browser test" >&2; exit 1; }; \
+	else \
+	  echo "note: no chromium/chromedriver; the browser test will be skipped" \
+	       "(install: sudo apt-get install -y chromium chromium-driver)"; \
+	fi
 
 bench: bench-pasur bench-pasur-dcfr bench-openspiel
 

@@ -126,7 +126,7 @@ HUMAN_TURN = (f"{IDLE} && (document.body.dataset.turn === 'human' || "
               "document.body.dataset.state === 'over')")
 
 
-def test_play_whole_game_in_browser(server_url, browser, shots):
+def test_play_whole_game_in_browser(server_url, browser, shots, capsys):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
 
@@ -245,7 +245,9 @@ def test_play_whole_game_in_browser(server_url, browser, shots):
           what="the uploaded record's analysis")
     assert int(d.find_element(By.ID, "score-alex-total").text) == result.alex_points
     d.save_screenshot(str(shots / "pasur_play_review.png"))
-    print(f"browser game: 48 plays in {time.perf_counter() - t0:.1f} s (capture choice used: "
-          f"{chose}); screenshots in {shots}")
+    with capsys.disabled():  # shown in `make test` / CI output: the browser test ran
+        print(f"\nbrowser test ran: headless {CHROMIUM}, 48 plays in "
+              f"{time.perf_counter() - t0:.1f} s (capture choice used: {chose}); "
+              f"score {shown_alex}-{shown_bob} equals the record's replay; screenshots in {shots}")
     if os.environ.get("TENSORCFR_UPDATE_SCREENSHOTS") == "1":
         shutil.copy(shots / "pasur_play_hints.png", REPO / "docs" / "pasur_play.png")
