@@ -1,0 +1,362 @@
+"""``tensorcfr numeral211 info | solve | exploitability``: sizes of Numeral211 Hold'em, the
+full-game tensor CFR solver and the exact exploitability of strategy files (registered on the
+``numeral211`` sub-app by :func:`register`)."""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Optional
+
+import typer
+
+from tensorcfr.cli.common import console, err_console, fail, print_json
+from tensorcfr.errors import TensorCFRError
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``info``, ``solve`` and ``exploitability`` to the ``numeral211`` sub-app."""
+    app.command("info")(info_command)
+    app.command("solve")(solve_command)
+    app.command("exploitability")(exploitability_command)
+
+
+# ---------------------------------------------------------------------- game options
+def _int_list(text: Optional[str], label: str) -> Optional[tuple[int, ...]]:
+    if text is None:
+        return None
+    try:
+        values = tuple(int(v) for v in text.replace(" ", "").split(",") if v != "")
+    except ValueError:
+        raise TensorCFRError(f"{label} must be comma-separated integers, got {text!r}") from None
+    if len(values) == 1:
+        values = values * 3
+    return values
+
+
+def game_config(ranks: Optional[str], suits: Optional[int], ante: Optional[int],
+                bets: Optional[str], max_bets: Optional[str]) -> Any:
+    """The :class:`GameConfig` of the CLI's game options (defaults: the paper's game)."""
+    from tensorcfr.games.numeral211.config import GameConfig
+
+    kw: dict[str, Any] = {}
+    if ranks is not None:
+        kw["ranks"] = ranks
+    if suits is not None:
+        kw["suits"] = suits
+    if ante is not None:
+        kw["ante"] = ante
+    if bets is not None:
+        kw["bets"] = _int_list(bets, "--bets")
+    if max_bets is not None:
+        kw["max_bets"] = _int_list(max_bets, "--max-bets")
+    return GameConfig(**kw)
+
+
+_RANKS = typer.Option(None, "--ranks", help="Rank letters low to high (default 23456789TA).")
+_SUITS = typer.Option(None, "--suits", help="Suits, 1-4 (default 4).")
+_ANTE = typer.Option(None, "--ante", help="Ante per player in chips (default 5).")
+_BETS = typer.Option(None, "--bets", help="Bet size per round, e.g. 10,20,20 (the default).")
+_MAX_BETS = typer.Option(None, "--max-bets", help="Most bets+raises per round, e.g. 4,4,4 "
+                         "(the default) or one number for all rounds.")
+_JSON = typer.Option(False, "--json", help="Print one JSON object instead of text.")
+_THREADS = typer.Option(None, "--threads", help="Torch threads (default 1).")
+
+
+def _dtype(name: str) -> Any:
+    import torch
+
+    name = name.strip().lower()
+    if name not in ("float32", "float64"):
+        raise TensorCFRError(f"--dtype must be float32 or float64, got {name!r}")
+    return getattr(torch, name)
+
+
+# ---------------------------------------------------------------------- info
+def game_info(config: Any, with_outcomes: bool = True) -> dict[str, Any]:
+    """Sizes of a variant: per-round lists (preflop, flop, turn) and totals."""
+    import torch
+
+    from tensorcfr.games.numeral211.outcomes import outcome_classes
+    from tensorcfr.games.numeral211.solver import build_game, estimate_bytes
+
+    game = build_game(config)
+    n = config.num_cards
+    decision_nodes, infosets, folds = [], [], []
+    shown = 0
+    for r, betting in enumerate(game.betting):
+        shown += config.public_cards[r]
+        nodes = betting.num_nodes * game.prefixes[r]
+        decision_nodes.append(nodes)
+        folds.append(len(betting.fold_histories) * game.prefixes[r])
+        boards = math.perm(n, shown)  # ordered public cards
+        infosets.append(nodes * boards * math.comb(n - shown, 2))
+    showdowns = game.prefixes[-1] * len(game.betting[-1].exit_histories)
+    info: dict[str, Any] = {
+        "game": config.describe(), "parameters": config.to_dict(),
+        "cards": n, "private_hands": config.num_hands,
+        "decision_nodes": decision_nodes, "infosets": infosets,
+        "isomorphic_classes": game.iso.isomorphic_classes(),
+        "fold_terminals": folds, "showdowns": showdowns,
+        "betting_prefixes": list(game.prefixes), "canonical_boards": list(game.num_boards),
+        "action_slots": [t.num_slots for t in game.rounds],
+        "memory_estimate_bytes": {"float32": estimate_bytes(game),
+                                  "float64": estimate_bytes(build_game(
+                                      config, dtype=torch.float64))},
+    }
+    if with_outcomes:
+        info["outcome_classes"] = outcome_classes(config)
+    return info
+
+
+def info_command(
+    ranks: Optional[str] = _RANKS, suits: Optional[int] = _SUITS, ante: Optional[int] = _ANTE,
+    bets: Optional[str] = _BETS, max_bets: Optional[str] = _MAX_BETS,
+    json_out: bool = _JSON,
+) -> None:
+    """Sizes of the game: decision nodes, infosets, suit-isomorphic and outcome classes per
+    round, terminals and the solver's memory estimate."""
+    from tensorcfr.utils.resources import format_bytes
+
+    try:
+        config = game_config(ranks, suits, ante, bets, max_bets)
+        info = game_info(config)
+    except TensorCFRError as exc:
+        fail(str(exc), exc.exit_code)
+    if json_out:
+        print_json(info)
+        return
+    from rich.table import Table
+
+    table = Table(title=f"{info['game']}: {info['cards']} cards, {info['private_hands']} "
+                  "private hands", title_justify="left")
+    table.add_column("")
+    for name in ("preflop", "flop", "turn", "total"):
+        table.add_column(name, justify="right")
+    for key, label in (("decision_nodes", "decision nodes (public)"),
+                       ("fold_terminals", "fold terminals"),
+                       ("infosets", "infosets (both players)"),
+                       ("isomorphic_classes", "suit-isomorphic classes"),
+                       ("outcome_classes", "outcome classes"),
+                       ("canonical_boards", "canonical boards"),
+                       ("betting_prefixes", "betting prefixes")):
+        values = info[key]
+        total = f"{sum(values):,}" if key in ("decision_nodes", "fold_terminals",
+                                               "infosets") else ""
+        table.add_row(label, *[f"{v:,}" for v in values], total)
+    console.print(table)
+    mem = info["memory_estimate_bytes"]
+    console.print(f"showdowns {info['showdowns']:,}   solver memory estimate "
+                  f"{format_bytes(mem['float32'])} (float32), {format_bytes(mem['float64'])} "
+                  "(float64)", highlight=False)
+
+
+# ---------------------------------------------------------------------- solve
+def _plot_curve(curve: list[dict[str, float]], path: str, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from tensorcfr.utils.io import atomic_path
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.plot([p["iteration"] for p in curve], [p["mbg"] for p in curve], marker="o", ms=3)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("iteration")
+    ax.set_ylabel("exploitability (mb/g, thousandths of the ante)")
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=120)
+    plt.close(fig)
+
+
+def solve_command(
+    algo: str = typer.Option("cfr+", "--algo", help="cfr, cfr+, lcfr or dcfr (alternating "
+                             "updates)."),
+    iterations: int = typer.Option(100, "--iterations", "-n", help="Total iterations (a "
+                                   "resumed run continues up to this number)."),
+    eval_every: int = typer.Option(0, "--eval-every", help="Exact exploitability of the "
+                                   "average strategy every K iterations (0: only at the end)."),
+    save: Optional[str] = typer.Option(None, "--save", help="Checkpoint file (.npz), written "
+                                       "every --checkpoint-minutes and at the end."),
+    resume: Optional[str] = typer.Option(None, "--resume", help="Continue from this "
+                                         "checkpoint (bitwise as an uninterrupted run)."),
+    out: Optional[str] = typer.Option(None, "--out", help="Strategy file (.npz, average "
+                                      "strategy per isomorphic class)."),
+    plot: Optional[str] = typer.Option(None, "--plot", help="PNG of the exploitability curve."),
+    curve_out: Optional[str] = typer.Option(None, "--curve", help="JSON of the curve."),
+    checkpoint_minutes: float = typer.Option(10.0, "--checkpoint-minutes",
+                                             help="Minutes between checkpoints."),
+    alpha: Optional[float] = typer.Option(None, "--alpha", help="DCFR alpha (1.5)."),
+    beta: Optional[float] = typer.Option(None, "--beta", help="DCFR beta (0)."),
+    gamma: Optional[float] = typer.Option(None, "--gamma", help="DCFR gamma (2)."),
+    dtype: str = typer.Option("float32", "--dtype", help="float32 (default) or float64."),
+    device: str = typer.Option("cpu", "--device", help="Torch device (cpu, cuda, ...)."),
+    max_memory: Optional[str] = typer.Option(None, "--max-memory", help="Memory limit, e.g. "
+                                             "16G (default: what the machine has free now)."),
+    ranks: Optional[str] = _RANKS, suits: Optional[int] = _SUITS, ante: Optional[int] = _ANTE,
+    bets: Optional[str] = _BETS, max_bets: Optional[str] = _MAX_BETS,
+    threads: Optional[int] = _THREADS, json_out: bool = _JSON,
+) -> None:
+    """Solve the whole unabstracted game with tensor CFR over the public tree; prints the
+    exact exploitability (chips and mb/g per game) of the average strategy."""
+    from tensorcfr.games.numeral211 import solver as n211
+    from tensorcfr.utils.device import resolve_device
+    from tensorcfr.utils.resources import format_bytes, parse_memory, peak_rss_mb, set_threads
+
+    try:
+        if iterations < 1:
+            raise TensorCFRError(f"--iterations must be at least 1, got {iterations}")
+        if eval_every < 0:
+            raise TensorCFRError(f"--eval-every must be >= 0, got {eval_every}")
+        if checkpoint_minutes <= 0:
+            raise TensorCFRError("--checkpoint-minutes must be positive")
+        from tensorcfr.utils.io import check_output_file
+
+        for path, opt in ((save, "--save"), (out, "--out"), (plot, "--plot"),
+                          (curve_out, "--curve")):
+            if path is not None:
+                check_output_file(path, opt)
+        n_threads = set_threads(threads)
+        dev = resolve_device(device, "--device")
+        the_dtype = _dtype(dtype)
+        limit = parse_memory(max_memory)
+        config = game_config(ranks, suits, ante, bets, max_bets)
+        curve: list[dict[str, float]] = []
+        if resume is not None:
+            from tensorcfr.games.numeral211.config import GameConfig, GameConfigError
+
+            meta = n211.read_checkpoint_meta(resume)
+            try:
+                config = GameConfig.from_dict(meta["game"])
+            except (KeyError, GameConfigError) as exc:
+                raise TensorCFRError(f"checkpoint {resume!r}: bad game ({exc})") from None
+            if meta.get("dtype") != dtype:
+                raise TensorCFRError(f"checkpoint {resume!r} holds {meta.get('dtype')} state; "
+                                     f"resume with --dtype {meta.get('dtype')}")
+        game = n211.build_game(config, dtype=the_dtype, device=dev)
+        solver = n211.make_solver(game, algo, max_memory_bytes=limit, alpha=alpha, beta=beta,
+                                  gamma=gamma)
+        if resume is not None:
+            meta = n211.load_checkpoint(resume, solver, config)
+            curve = list(meta.get("curve") or [])
+        start_iteration = solver.iteration
+        started = time.perf_counter()
+        every = eval_every if eval_every else iterations
+        show_bar = not json_out and err_console.is_terminal
+        if show_bar:
+            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                                       TimeElapsedColumn, TimeRemainingColumn)
+
+            with Progress(TextColumn(f"{algo}"), BarColumn(), MofNCompleteColumn(),
+                          TextColumn("{task.fields[expl]}"), TimeElapsedColumn(),
+                          TimeRemainingColumn(), console=err_console, transient=True) as bar:
+                task = bar.add_task("solve", total=iterations, completed=solver.iteration,
+                                    expl="")
+
+                def on_progress(p: Any) -> None:
+                    text = "" if p.exploitability is None else (
+                        f"expl {n211.to_mbg(p.exploitability, config):,.1f} mb/g")
+                    bar.update(task, completed=p.iteration, expl=text)
+
+                result = n211.run_solver(game, solver, iterations, eval_every=every,
+                                         checkpoint=save,
+                                         checkpoint_every_seconds=checkpoint_minutes * 60,
+                                         on_progress=on_progress, curve=curve)
+        else:
+            result = n211.run_solver(game, solver, iterations, eval_every=every,
+                                     checkpoint=save,
+                                     checkpoint_every_seconds=checkpoint_minutes * 60,
+                                     curve=curve)
+        seconds = time.perf_counter() - started
+        final = result.curve[-1] if result.curve else None
+        if final is None or final["iteration"] != solver.iteration:
+            ex = n211.exploitability(game, solver.average_policy()).exploitability
+            final = {"iteration": solver.iteration, "exploitability": ex,
+                     "mbg": n211.to_mbg(ex, config), "seconds": seconds}
+        if out is not None:
+            n211.save_policy(out, game, solver.average_policy(), algo=algo,
+                             iterations=solver.iteration,
+                             exploitability=final["exploitability"])
+        if curve_out is not None:
+            from tensorcfr.utils.io import write_json_atomic
+
+            write_json_atomic(curve_out, {"game": config.to_dict(), "algo": algo,
+                                          "curve": result.curve})
+        if plot is not None and result.curve:
+            _plot_curve(result.curve, plot, f"{config.describe()} {algo}")
+        ran = solver.iteration - start_iteration
+        summary = {
+            "game": config.describe(), "algo": algo, "iterations": solver.iteration,
+            "iterations_run": ran, "resumed_from": start_iteration if resume else None,
+            "exploitability": final["exploitability"], "exploitability_mbg": final["mbg"],
+            "units": "exploitability = (b0 + b1) / 2 in chips per game; mb/g = thousandths "
+                     "of the ante per game",
+            "curve": result.curve, "seconds": seconds,
+            "ms_per_iteration": 1000 * seconds / ran if ran else None,
+            "peak_rss_bytes": int(peak_rss_mb() * 2**20),
+            "memory_estimate_bytes": solver.estimated_memory_bytes,
+            "threads": n_threads, "device": str(dev), "dtype": dtype,
+            "strategy_file": out, "checkpoint": save,
+        }
+    except TensorCFRError as exc:
+        fail(str(exc), exc.exit_code)
+    if json_out:
+        print_json(summary)
+        return
+    console.print(f"{summary['game']} {algo}: {solver.iteration} iterations "
+                  f"({ran} this run, {seconds:.1f} s"
+                  + (f", {summary['ms_per_iteration']:.1f} ms/iteration" if ran else "")
+                  + f"), threads {n_threads}, device {dev}", highlight=False)
+    console.print(f"exploitability {final['exploitability']:.6g} chips/game = "
+                  f"{final['mbg']:.6g} mb/g (thousandths of the ante)", highlight=False)
+    console.print(f"peak memory {format_bytes(summary['peak_rss_bytes'])} (estimate "
+                  f"{format_bytes(solver.estimated_memory_bytes)})", highlight=False)
+    for path, what in ((out, "strategy"), (save, "checkpoint"), (plot, "plot"),
+                       (curve_out, "curve")):
+        if path is not None:
+            console.print(f"wrote {what} {path}", highlight=False)
+
+
+# ---------------------------------------------------------------------- exploitability
+def exploitability_command(
+    file: str = typer.Argument(..., help="A strategy file of `numeral211 solve --out` or of "
+                               "the abstraction commands (.npz)."),
+    dtype: str = typer.Option("float64", "--dtype", help="Evaluation precision."),
+    device: str = typer.Option("cpu", "--device", help="Torch device (cpu, cuda, ...)."),
+    threads: Optional[int] = _THREADS, json_out: bool = _JSON,
+) -> None:
+    """Exact best-response values and exploitability of a strategy file in the full game."""
+    from tensorcfr.games.numeral211 import solver as n211
+    from tensorcfr.utils.device import resolve_device
+    from tensorcfr.utils.resources import set_threads
+
+    try:
+        n_threads = set_threads(threads)
+        dev = resolve_device(device, "--device")
+        started = time.perf_counter()
+        game, policy, meta = n211.load_policy(file, dtype=_dtype(dtype), device=dev)
+        ex = n211.exploitability(game, policy)
+        seconds = time.perf_counter() - started
+    except TensorCFRError as exc:
+        fail(str(exc), exc.exit_code)
+    config = game.config
+    result = {"file": file, "game": config.describe(), **ex.to_dict(),
+              "exploitability_mbg": n211.to_mbg(ex.exploitability, config),
+              "units": "chips per game; mb/g = thousandths of the ante per game",
+              "meta": {k: v for k, v in meta.items() if k != "format"},
+              "seconds": seconds, "threads": n_threads, "device": str(dev)}
+    if json_out:
+        print_json(result)
+        return
+    b0, b1 = ex.best_response_values
+    console.print(f"{file}: {config.describe()}", highlight=False)
+    console.print(f"best response values b0 {b0:.6g}, b1 {b1:.6g} chips/game", highlight=False)
+    console.print(f"exploitability {ex.exploitability:.6g} chips/game = "
+                  f"{result['exploitability_mbg']:.6g} mb/g ({seconds:.1f} s)",
+                  highlight=False)
+
