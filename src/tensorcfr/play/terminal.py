@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from tensorcfr.games.pasur.cards import card_code
+from tensorcfr.games.pasur.cards import card_code, parse_card
 from tensorcfr.games.pasur.rules import PLAYERS, Action
 from tensorcfr.play.session import GameSession, IllegalMoveError
 from tensorcfr.utils.io import write_text_atomic
@@ -42,6 +42,12 @@ def action_markup(action: Action) -> str:
     if action.is_lay:
         return f"{card_markup(action.card)} laid"
     return f"{card_markup(action.card)} takes {cards_markup(action.captured)}"
+
+
+def _notation_markup(notation: str) -> str:
+    """``6h+As+4d`` (a play in card notation) as rich markup: ``6♥ takes A♠ 4♦``."""
+    card, *captured = (parse_card(code) for code in notation.split("+"))
+    return action_markup(Action(card, tuple(captured)))
 
 
 def _score_line(s: dict[str, int]) -> str:
@@ -113,8 +119,10 @@ class TerminalGame:
                 hints = s.hints()
         else:
             hints = s.hints()
-        table = Table(title=f"exact values for {PLAYERS[s.human]} (final point difference, "
-                      "optimal play after)", title_justify="left")
+        self.console.print(f"[bold]exact values for {PLAYERS[s.human]}[/] (the final point "
+                           "difference if you make that play and both play optimally after)",
+                           highlight=False)
+        table = Table()
         table.add_column("#", justify="right")
         table.add_column("play")
         table.add_column("value", justify="right")
@@ -130,7 +138,8 @@ class TerminalGame:
         c = self.console
         a = s.analysis()
         alex, bob = a["final"]["Alex"], a["final"]["Bob"]
-        table = Table(title="final score", title_justify="left")
+        c.print("[bold]final score[/]", highlight=False)
+        table = Table()
         table.add_column("")
         table.add_column("Alex", justify="right")
         table.add_column("Bob", justify="right")
@@ -151,8 +160,9 @@ class TerminalGame:
                 highlight=False)
         c.print(f"your plays ({me}) gave away [bold]{a['human_cost']}[/] point(s) against optimal "
                 f"play; the AI's gave away {a['ai_cost']}.", highlight=False)
-        moves = Table(title="move list (cost = points given away against the best play)",
-                      title_justify="left")
+        c.print("[bold]move list[/] (cost = points a play gave away against the best play "
+                "there)", highlight=False)
+        moves = Table()
         for name, justify in (("#", "right"), ("player", "left"), ("play", "left"),
                               ("pts", "right"), ("cost", "right"), ("best", "left")):
             moves.add_column(name, justify=justify)  # type: ignore[arg-type]
@@ -160,7 +170,9 @@ class TerminalGame:
             action = Action(p["card"], tuple(p["captured"]))
             who = p["player"] + (" (you)" if p["by"] == "human" else "")
             cost = "[green]ok[/]" if p["cost"] == 0 else f"[red]-{p['cost']}[/]"
-            best = "" if p["cost"] == 0 else ", ".join(p["best"][:3])
+            best = "" if p["cost"] == 0 else ", ".join(
+                _notation_markup(n) for n in p["best"][:2]) + (
+                f" [dim](+{len(p['best']) - 2})[/]" if len(p["best"]) > 2 else "")
             moves.add_row(str(p["number"]), who, action_markup(action),
                           f"+{p['points']}" if p["points"] else "", cost, best)
         c.print(moves)
