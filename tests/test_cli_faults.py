@@ -274,3 +274,31 @@ def test_table_without_the_root_rows_is_refused(tmp_path, capsys, monkeypatch) -
     line = one_line_error(*run_cli(["pasur", "exploitability", str(out)],
                                    capsys, monkeypatch)[::2])
     assert "no rows" in line and "round 0, ply 0" in line and "0-based" in line
+
+
+# ----------------------------------------------------------------------------- memory
+def test_auto_dtype_is_float32_only_for_large_trees(capsys, monkeypatch) -> None:
+    from tensorcfr.core import cfr
+
+    assert cfr.resolve_dtype("auto", 1000) == torch.float64
+    assert cfr.resolve_dtype("auto", cfr.AUTO_FLOAT32_MIN_NODES + 1) == torch.float32
+    monkeypatch.setattr(cfr, "AUTO_FLOAT32_MIN_NODES", 10)  # kuhn_poker has 58 nodes
+    code, out, err = run_cli(["solve", "kuhn_poker", "-n", "3", "--json"], capsys, monkeypatch)
+    assert code == 0, err
+    assert json.loads(out)["dtype"] == "float32"
+    assert "float32 chosen automatically" in err and "58 nodes" in err
+    code, out, err = run_cli(["solve", "kuhn_poker", "-n", "3", "--json", "--dtype", "float64"],
+                             capsys, monkeypatch)
+    assert json.loads(out)["dtype"] == "float64" and "automatically" not in err
+
+
+def test_solver_keeps_no_second_copy_of_the_utilities() -> None:
+    from tensorcfr.core.cfr import TensorCFRSolver
+    from tensorcfr.games.openspiel.flatten import flatten_game
+
+    tree = flatten_game("leduc_poker")
+    solver = TensorCFRSolver(tree)
+    assert solver.dtype == torch.float64 and solver.dtype_auto
+    assert not hasattr(solver._flat, "utility_by_player")
+    for (_, _, utility), level in zip(solver._utility_levels, tree.levels):
+        assert utility.data_ptr() == level.utility.data_ptr()

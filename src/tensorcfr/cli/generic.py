@@ -98,7 +98,9 @@ def solve_command(
         None, "--eval-every", help="Compute exploitability every K iterations (default: about "
         "20 times per run; 0 = only at the end)."),
     device: str = typer.Option("cpu", help="torch device: cpu, cuda, cuda:1 ..."),
-    dtype: Optional[str] = typer.Option(None, help="float64 (default) or float32."),
+    dtype: Optional[str] = typer.Option(
+        None, help="float64, float32 or auto (default: float64 up to 5,000,000 nodes, "
+        "float32 above; the choice is printed)."),
     threads: Optional[int] = typer.Option(None, help="torch intra-op threads (default 1)."),
     max_memory: str = typer.Option("auto", "--max-memory",
                                    help="Refuse games needing more, e.g. 8G (default: the "
@@ -168,8 +170,8 @@ def solve_command(
                                  f"{params.get('algo')!r}")
         if alternating is not None and bool(alternating) != bool(params.get("alternating")):
             raise TensorCFRError("--alternating/--simultaneous differs from the checkpoint")
-        if dtype is not None and str(resolve_dtype(dtype)).removeprefix("torch.") != \
-                params.get("dtype"):
+        if dtype is not None and dtype.strip().lower() != "auto" and \
+                str(resolve_dtype(dtype)).removeprefix("torch.") != params.get("dtype"):
             raise TensorCFRError(f"--dtype {dtype} differs from the checkpoint's "
                                  f"{params.get('dtype')!r}")
     with _status(f"walking {loaded} and building tensors") as status:
@@ -181,11 +183,17 @@ def solve_command(
             solver = TensorCFRSolver(tree, algo=algo or "cfr",
                                      alternating=True if alternating is None else alternating,
                                      alpha=alpha, beta=beta, gamma=gamma, device=device,
-                                     dtype=dtype or "float64", max_memory_bytes=budget,
+                                     dtype=dtype or "auto", max_memory_bytes=budget,
                                      threads=n_threads)
     setup_seconds = time.perf_counter() - setup_started
 
     start_iteration = solver.iteration
+    if resume is None and solver.dtype_auto and solver.dtype == torch.float32:
+        from tensorcfr.core.cfr import AUTO_FLOAT32_MIN_NODES
+
+        err_console.print(f"dtype float32 chosen automatically: {tree.num_nodes:,} nodes, "
+                          f"more than {AUTO_FLOAT32_MIN_NODES:,} (--dtype float64 to keep "
+                          "float64)", highlight=False, soft_wrap=True)
     if resume is not None:
         err_console.print(f"resumed from {resume} at iteration {start_iteration:,} "
                           f"({solver.algo}, {str(solver.dtype).removeprefix('torch.')}); "

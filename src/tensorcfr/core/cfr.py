@@ -51,7 +51,12 @@ from tensorcfr.core.regret import (
 from tensorcfr.core.policy_io import read_checkpoint, save_checkpoint
 from tensorcfr.core.tree import KIND_CHANCE, LevelTree, estimate_tree_bytes
 from tensorcfr.errors import MemoryLimitError, TensorCFRError
-from tensorcfr.utils.resources import DEFAULT_THREADS, format_bytes, set_threads
+from tensorcfr.utils.resources import (
+    DEFAULT_THREADS,
+    format_bytes,
+    release_free_memory,
+    set_threads,
+)
 
 __all__ = [
     "TensorCFRSolver",
@@ -70,19 +75,29 @@ NUMPY_FAST_PATH_MAX_NODES = 5_000
 """Default largest tree (nodes) run through the numpy fast path on CPU (see
 :class:`_NumpyPasses`; measured in benchmarks/bench_generic_micro.py)."""
 
+AUTO_FLOAT32_MIN_NODES = 5_000_000
+"""``dtype="auto"`` (the default) solves trees of more than this many nodes in float32 (half
+the memory of every float array, 1.4-2.2x faster in docs/benchmarks/openspiel.md) and
+smaller ones in float64, where parity with OpenSpiel is tested to 1e-9 and better."""
+
 _DTYPES = {"float64": torch.float64, "double": torch.float64, "float32": torch.float32,
            "float": torch.float32}
 
 
-def resolve_dtype(dtype: torch.dtype | str) -> torch.dtype:
-    """``torch.float64``/``"float64"`` or ``torch.float32``/``"float32"``; else an error."""
+def resolve_dtype(dtype: torch.dtype | str, num_nodes: int | None = None) -> torch.dtype:
+    """``torch.float64``/``"float64"`` or ``torch.float32``/``"float32"``; ``"auto"``:
+    float32 for trees of more than :data:`AUTO_FLOAT32_MIN_NODES` nodes (``num_nodes``),
+    else float64.  Anything else is a one-line :class:`TensorCFRError`."""
+    if isinstance(dtype, str) and dtype.strip().lower() == "auto":
+        large = num_nodes is not None and num_nodes > AUTO_FLOAT32_MIN_NODES
+        return torch.float32 if large else torch.float64
     if isinstance(dtype, torch.dtype):
         if dtype not in (torch.float64, torch.float32):
             raise TensorCFRError(f"dtype must be float64 or float32, got {dtype}")
         return dtype
     key = str(dtype).strip().lower().removeprefix("torch.")
     if key not in _DTYPES:
-        raise TensorCFRError(f"dtype must be float64 or float32, got {dtype!r}")
+        raise TensorCFRError(f"dtype must be float64, float32 or auto, got {dtype!r}")
     return _DTYPES[key]
 
 
@@ -144,22 +159,22 @@ class _FlatTree:
             self.slot_range.append((a0, a1))
         self.action_infoset = internal_infoset.to(device)
 
-        # --- flat node arrays in depth order.
-        parent_chunks, kind_chunks, slot_chunks = [], [], []
-        prob_chunks, utility_chunks = [], []
+        # --- flat node arrays in depth order, filled level by level into preallocated
+        # arrays of the smallest dtype that holds them (the peak memory of the build is
+        # the tree plus these few temporaries).
+        index_small = torch.int32 if n_nodes < 2**31 - 1 else torch.long
+        parent_g = torch.zeros(n_nodes, dtype=index_small)  # global parent id (root: 0)
+        kind = torch.empty(n_nodes, dtype=torch.int8)
+        edge_slot = torch.empty(n_nodes, dtype=slot_index_dtype)  # internal slot, -1 none
+        chance_factor = torch.ones(n_nodes, dtype=dtype)
         for d, level in enumerate(tree.levels):
-            parent = level.parent.cpu().long()
-            parent_chunks.append(parent + starts[d - 1] if d > 0 else torch.zeros_like(parent))
-            kind_chunks.append(level.kind.cpu().long())
+            s, e = starts[d], starts[d + 1]
+            if d > 0:
+                torch.add(level.parent.cpu(), starts[d - 1], out=parent_g[s:e])
+            kind[s:e] = level.kind.cpu()
             slot = level.parent_action_slot.cpu().long()
-            slot_chunks.append(torch.where(slot >= 0, new_of_old_slot[slot.clamp_min(0)], slot))
-            prob_chunks.append(level.chance_prob.cpu().to(torch.float64))
-            utility_chunks.append(level.utility.cpu().to(torch.float64))
-        parent_g = torch.cat(parent_chunks)
-        kind = torch.cat(kind_chunks)
-        edge_slot = torch.cat(slot_chunks)
-        chance_prob = torch.cat(prob_chunks)
-        utility = torch.cat(utility_chunks)  # [N, P]
+            edge_slot[s:e] = torch.where(slot >= 0, new_of_old_slot[slot.clamp_min(0)], slot)
+            del slot
 
         # Local parent index inside the previous level, per level (scatter_add_ targets):
         # the tree's own parent arrays, shared rather than copied when already in place.
@@ -167,16 +182,21 @@ class _FlatTree:
         for d in range(1, len(sizes)):
             self.parent_local.append(tree.levels[d].parent.to(device=device, dtype=torch.long))
         parent_kind = kind[parent_g]
+        del kind
         parent_kind[0] = KIND_CHANCE  # the root has no parent edge; treat it as chance (prob 1)
-        self.utility_by_player = utility.t().contiguous().to(device=device, dtype=dtype)  # [P, N]
-        is_chance_child = parent_kind == KIND_CHANCE
-        self.chance_factor = torch.where(is_chance_child, chance_prob,
-                                         torch.ones_like(chance_prob)).to(device=device,
-                                                                          dtype=dtype)
+        # Utilities are not copied: the passes read the tree's per-level arrays (see
+        # TensorCFRSolver._utility_levels).  Chance factor: the chance probability of the
+        # edge into a node below a chance node, 1 elsewhere.
+        for d, level in enumerate(tree.levels):
+            s, e = starts[d], starts[d + 1]
+            below_chance = parent_kind[s:e] == KIND_CHANCE
+            chance_factor[s:e] = torch.where(below_chance, level.chance_prob.cpu().to(dtype),
+                                             chance_factor[s:e])
+        self.chance_factor = chance_factor.to(device)
+        del chance_factor
         # Per-player index arrays over the *decision edges* (child of a decision node).
         # Indices only read by index_select are int32 (half the memory of int64; the
         # scatter/index_copy targets must stay int64).
-        index_small = torch.int32 if n_nodes < 2**31 - 1 else torch.long
         # scatter_add_ / index_add_ indices stay int64: int32 ones measured 3-5% slower.
         scatter_index = torch.long
         self.edge_child: list[Tensor] = []  # children of p's decision nodes (global ids)
@@ -190,12 +210,10 @@ class _FlatTree:
         # level_share[q][d]: do "all", "none" or some ("mixed") nodes of level d hang below
         # an actor of reach row q (player q, or chance for q = n_players)?
         self.level_share: list[list[str]] = []
-        level_of_node = torch.repeat_interleave(torch.arange(len(sizes)), torch.tensor(sizes))
         for q in range(n_players + 1):
             actor = KIND_CHANCE if q == n_players else q
-            below = parent_kind == actor
-            below[0] = False
-            per_level = torch.bincount(level_of_node[below], minlength=len(sizes)).tolist()
+            per_level = [0] + [int((parent_kind[starts[d]:starts[d + 1]] == actor).sum())
+                               for d in range(1, len(sizes))]
             self.level_share.append(["none" if c == 0 else "all" if c == size else "mixed"
                                      for c, size in zip(per_level, sizes)])
         for p in range(n_players):
@@ -203,7 +221,7 @@ class _FlatTree:
             children = children[children > 0]
             i0, _ = self.infoset_range[p]
             a0, a1 = self.slot_range[p]
-            parents = parent_g[children]
+            parents = parent_g[children].long()
             self.edge_child.append(children.to(device))
             # Flat indices into reach [P+1, N] (rows 0..P) of the edges' parents: one
             # index_select along dim 0 (faster than along dim 1 of the 2-D buffer).
@@ -211,8 +229,8 @@ class _FlatTree:
             self.edge_reach_index.append(reach_index.reshape(-1).to(
                 device=device, dtype=torch.int32 if (n_players + 1) * n_nodes < 2**31 - 1
                 else torch.long))
-            self.edge_slot_local.append((edge_slot[children] - a0).to(device=device,
-                                                                      dtype=scatter_index))
+            self.edge_slot_local.append((edge_slot[children].long() - a0).to(
+                device=device, dtype=scatter_index))
             self.local_action_infoset.append((internal_infoset[a0:a1] - i0).to(
                 device=device, dtype=scatter_index))
             self.uniform.append(counts[internal_infoset[a0:a1]].reciprocal().to(device=device,
@@ -258,7 +276,7 @@ class _NumpyPasses:
         n_players = flat.num_players
         self.num_players = n_players
         self.variant = solver.variant
-        self.utility_rows = [row.numpy() for row in solver._utility_rows]
+        self.utility_rows = [solver._utility_row(p).numpy() for p in range(n_players)]
         self.value_rows = [row.numpy() for row in solver._value_rows]
         # (values_child, edge_prob, scratch, values_parent, parent_local, parent count)
         self.backward = [[(vc.numpy(), ep.numpy(), sc.numpy(), vp.numpy(),
@@ -393,7 +411,9 @@ class TensorCFRSolver:
         alpha, beta, gamma: Discounted-CFR parameters (``gamma`` also sets the averaging
             exponent of ``pcfr+``); ``None`` keeps the defaults 1.5, 0, 2.
         device: torch device (``"cpu"``, ``"cuda"``...).
-        dtype: ``torch.float64`` (default, for parity) or ``torch.float32``.
+        dtype: ``"auto"`` (default: float64, the precision of the parity tests, up to
+            :data:`AUTO_FLOAT32_MIN_NODES` nodes, float32 above; :attr:`dtype_auto` says
+            whether it was chosen so), ``torch.float64`` or ``torch.float32``.
         max_memory_bytes: refuse (``MemoryLimitError``) when the estimated memory of the tree
             plus solver exceeds this many bytes; ``None`` means no limit.
         threads: torch intra-op threads, set for the whole process with
@@ -417,7 +437,7 @@ class TensorCFRSolver:
                  alternating: bool = True, alpha: float | None = None,
                  beta: float | None = None, gamma: float | None = None,
                  device: torch.device | str | None = "cpu",
-                 dtype: torch.dtype | str = torch.float64,
+                 dtype: torch.dtype | str = "auto",
                  max_memory_bytes: int | None = None,
                  threads: int | None = DEFAULT_THREADS) -> None:
         if threads is not None:
@@ -427,8 +447,10 @@ class TensorCFRSolver:
             algo, alpha, beta, gamma)
         self.alternating = bool(alternating)
         self.device = resolve_device(device)
-        self.dtype = resolve_dtype(dtype)
+        resolve_dtype(dtype)  # a bad value fails before the (possibly long) walk
         tree = self._build_tree(game, max_memory_bytes)
+        self.dtype = resolve_dtype(dtype, tree.num_nodes)
+        self.dtype_auto = isinstance(dtype, str) and dtype.strip().lower() == "auto"
         estimate = estimate_tree_bytes(tree.num_nodes, tree.num_slots, tree.num_infosets,
                                        tree.num_players,
                                        torch.empty((), dtype=self.dtype).element_size())
@@ -474,6 +496,7 @@ class TensorCFRSolver:
                 and flat.num_nodes <= self.numpy_fast_path_max_nodes):
             self._numpy_passes = _NumpyPasses(self)
         self._refresh_all()
+        release_free_memory()  # the set-up's temporaries
 
     @property
     def uses_numpy_fast_path(self) -> bool:
@@ -579,7 +602,31 @@ class TensorCFRSolver:
                                 for p in range(n_players)]
         self._forward_chance = forward_views(n_players, self._reach[n_players],
                                              flat.chance_factor, 1)
-        self._utility_rows = [flat.utility_by_player[p] for p in range(n_players)]
+        # Terminal utilities: the tree's own per-level [n_d, P] arrays when they already
+        # live on the solver's device (no second copy; ``copy_`` converts the dtype), else
+        # one copy per level on the device.
+        self._utility_levels: list[tuple[int, int, Tensor]] = []
+        for d, level in enumerate(self.tree.levels):
+            s, e = self._levels[d]
+            utility = level.utility
+            if utility.device != self.device:
+                utility = utility.to(device=self.device, dtype=self.dtype)
+            self._utility_levels.append((s, e, utility))
+
+    def _load_utilities(self, values: Tensor, player: int | None) -> None:
+        """Fill ``values`` [N] with ``player``'s utilities (``player`` None: ``values`` is
+        [P, N], every player), zeros at non-terminal nodes (as the tree stores them)."""
+        for s, e, utility in self._utility_levels:
+            if player is None:
+                values[:, s:e].copy_(utility.t())
+            else:
+                values[s:e].copy_(utility[:, player])
+
+    def _utility_row(self, player: int) -> Tensor:
+        """``player``'s utilities [N] as one tensor (for the numpy fast path, small trees)."""
+        row = torch.zeros(self._flat.num_nodes, dtype=self.dtype, device=self.device)
+        self._load_utilities(row, player)
+        return row
 
     @classmethod
     def checkpoint_class(cls) -> "type[TensorCFRSolver]":
@@ -728,13 +775,13 @@ class TensorCFRSolver:
         elif self.alternating:
             for p in range(n_players):
                 values = self._value_rows[p]
-                values.copy_(self._utility_rows[p])
+                self._load_utilities(values, p)
                 self._backward(self._backward_player[p])
                 self._player_update(p, values)
                 self._player_strategy(p)
                 self._refresh_player(p)
         else:
-            self._values.copy_(flat.utility_by_player)
+            self._load_utilities(self._values, None)
             self._backward(self._backward_all)
             for p in range(n_players):
                 self._player_update(p, self._value_rows[p])

@@ -25,7 +25,7 @@ import torch
 
 from tensorcfr.core.tree import KIND_CHANCE, KIND_TERMINAL, Level, LevelTree, estimate_tree_bytes
 from tensorcfr.errors import MemoryLimitError, TensorCFRError
-from tensorcfr.utils.resources import current_rss_bytes, format_bytes
+from tensorcfr.utils.resources import current_rss_bytes, format_bytes, release_free_memory
 
 __all__ = ["GameLoadError", "UnsupportedGameError", "load_game", "flatten_game",
            "perfect_recall_violations", "WALK_BYTES_PER_PENDING_STATE", "WALK_BYTES_PER_FRONTIER_STATE",
@@ -200,6 +200,7 @@ def flatten_game(game: "str | object", *, max_memory_bytes: int | None = None,
     tree.metadata["imperfect_recall_example"] = example
     if require_perfect_recall and violations:
         raise UnsupportedGameError(_recall_message(tree, violations, example))
+    release_free_memory()  # the walk's freed bookkeeping, before a solver allocates
     tree.setup_seconds = time.perf_counter() - started
     return tree
 
