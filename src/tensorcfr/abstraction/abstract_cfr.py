@@ -1,0 +1,284 @@
+"""CFR on an abstraction of a public-tree game: bucketed CFR and Embedding CFR.
+
+Works on any :class:`tensorcfr.core.public_tree.PublicTreeGame` whose cells (board, hand) of
+round r are grouped in *classes* (``cell_class[r]`` [B_r, H], -1 for impossible cells; e.g.
+suit-isomorphic classes) and whose canonical boards stand for ``board_weight[r]`` [B_r]
+concrete boards.  Per round an *embedding* maps classes to ``m_r`` "advisors":
+
+* a bucket map (int [C_r] class -> bucket): classic abstraction (a one-hot Phi);
+* an embedding matrix Phi (float [m_r, C_r], each column on the probability simplex), kept as
+  its ``k`` largest entries per column (:class:`Embedding`; ``k = m`` is exact).
+
+At every betting node (info-block) of a round, advisor ``p`` holds regrets ``R(e_p, a)``; a
+class plays ``sigma(q, a) = sum_p phi_pq sigma(e_p, a)`` with ``sigma(e_p)`` = regret
+matching on ``R(e_p)``; each iteration adds ``sum_q phi_pq r(q, a)`` to ``R(e_p, a)`` where
+``r(q, a)`` is the class's counterfactual regret (the sum over its concrete infosets).
+The average strategy averages the advisors' strategies, weighted by the reach of the hands
+they advise (``averaging="reach"``: with Phi = identity or one-hot this is exactly CFR's
+average on the abstract game) or uniformly over iterations (``averaging="uniform"``, the
+Embedding CFR paper's rule), and maps it back through Phi.
+
+The counterfactual values come from the full game's own pass
+(:func:`tensorcfr.core.public_tree._pass`), so one iteration is one exact full sweep; only
+the regret bookkeeping is abstract.  Alternating updates, as :class:`PublicTreeCFR`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from tensorcfr.core.public_tree import PublicTreeGame, _pass, normalize_dense, \
+    regret_matching_dense
+from tensorcfr.core.regret import CFRVariant, average_decay
+from tensorcfr.errors import TensorCFRError
+
+__all__ = ["Embedding", "AbstractCFR"]
+
+
+@dataclass
+class Embedding:
+    """Sparse columns of Phi: ``index`` [k, C] long (advisor ids) and ``weight`` [k, C]
+    float (each column sums to 1) for ``num_advisors`` advisors."""
+
+    index: Tensor
+    weight: Tensor
+    num_advisors: int
+
+    @staticmethod
+    def from_labels(labels: np.ndarray | Tensor) -> "Embedding":
+        """One-hot embedding of a bucket map [C] (bucket ids 0..K-1)."""
+        lab = torch.as_tensor(np.asarray(labels), dtype=torch.long).reshape(1, -1)
+        if lab.numel() and int(lab.min()) < 0:
+            raise TensorCFRError("bucket labels must be >= 0")
+        return Embedding(lab, torch.ones(lab.shape, dtype=torch.float64),
+                         int(lab.max()) + 1 if lab.numel() else 0)
+
+    @staticmethod
+    def from_matrix(phi: np.ndarray | Tensor, top_k: int | None = None) -> "Embedding":
+        """From a dense Phi [m, C] (columns renormalised); ``top_k`` keeps the k largest
+        entries of each column (None: all m)."""
+        phi_t = torch.as_tensor(np.asarray(phi), dtype=torch.float64)
+        if phi_t.ndim != 2 or not torch.isfinite(phi_t).all() or (phi_t < 0).any():
+            raise TensorCFRError("Phi must be a finite non-negative [m, C] matrix")
+        m = phi_t.shape[0]
+        k = m if top_k is None else max(1, min(int(top_k), m))
+        weight, index = phi_t.topk(k, dim=0)
+        total = weight.sum(0, keepdim=True)
+        if (total <= 0).any():
+            raise TensorCFRError("every column of Phi needs a positive entry")
+        return Embedding(index, weight / total, m)
+
+    @property
+    def num_classes(self) -> int:
+        """Columns C."""
+        return int(self.index.shape[1])
+
+    def to(self, dtype: torch.dtype, device: torch.device) -> "Embedding":
+        """On ``device`` with float ``dtype``."""
+        return Embedding(self.index.to(device), self.weight.to(device=device, dtype=dtype),
+                         self.num_advisors)
+
+    def _dense(self) -> Tensor | None:
+        """The dense Phi [m, C] when every column keeps all m entries (matmul is faster)."""
+        if self.index.shape[0] < max(2, self.num_advisors):
+            return None
+        dense = torch.zeros((self.num_advisors, self.num_classes), dtype=self.weight.dtype,
+                            device=self.weight.device)
+        return dense.scatter_(0, self.index, self.weight)
+
+    def down(self, x: Tensor) -> Tensor:
+        """Advisor values [..., m] -> class values [..., C]: ``sum_p phi_pq x_p``."""
+        dense = self._dense()
+        if dense is not None:
+            return x @ dense
+        out = None
+        for j in range(self.index.shape[0]):
+            term = x.index_select(-1, self.index[j]) * self.weight[j]
+            out = term if out is None else out.add_(term)
+        assert out is not None
+        return out
+
+    def up(self, x: Tensor) -> Tensor:
+        """Class values [..., C] -> advisor sums [..., m]: ``sum_q phi_pq x_q``."""
+        dense = self._dense()
+        if dense is not None:
+            return x @ dense.T
+        flat = x.reshape(-1, x.shape[-1])
+        out = torch.zeros((flat.shape[0], self.num_advisors), dtype=x.dtype, device=x.device)
+        for j in range(self.index.shape[0]):
+            out.index_add_(1, self.index[j], flat * self.weight[j])
+        return out.reshape(x.shape[:-1] + (self.num_advisors,))
+
+
+class _Buffers:
+    """Duck-typed solver for :func:`_pass`: instantaneous regrets / weighted strategies."""
+
+    def __init__(self, regrets: list[Tensor], average: list[Tensor], iteration: int) -> None:
+        self.regrets = regrets
+        self.average = average
+        self.iteration = iteration
+        self.variant = CFRVariant("cfr")
+
+
+class AbstractCFR:
+    """CFR over advisors (buckets or Embedding CFR) with full-sweep counterfactual values.
+
+    ``game``: the full game; ``cell_class[r]`` [B_r, H] long; ``board_weight[r]`` [B_r];
+    ``embeddings[r]``: :class:`Embedding` per round; ``algo``: ``cfr`` (vanilla, the paper's)
+    or ``cfr+``; ``averaging``: ``"reach"`` or ``"uniform"`` (see the module docstring).
+    """
+
+    def __init__(self, game: PublicTreeGame, cell_class: Sequence[np.ndarray],
+                 board_weight: Sequence[np.ndarray], embeddings: Sequence[Embedding], *,
+                 algo: str = "cfr", averaging: str = "reach",
+                 dtype: torch.dtype = torch.float32, device: torch.device | str = "cpu") -> None:
+        self.variant = CFRVariant.parse(algo)
+        if self.variant.name not in ("cfr", "cfr+"):
+            raise TensorCFRError(f"abstract CFR runs cfr or cfr+, not {algo!r}")
+        if averaging not in ("reach", "uniform"):
+            raise TensorCFRError(f"averaging must be 'reach' or 'uniform', got {averaging!r}")
+        self.game = game
+        self.averaging = averaging
+        self.dtype = dtype
+        self.device = torch.device(device)
+        self.iteration = 0
+        rounds = game.rounds
+        self.prefixes = [1]
+        for tmpl in rounds[:-1]:
+            self.prefixes.append(self.prefixes[-1] * tmpl.num_exits)
+        h = game.num_hands
+        self._cells: list[tuple[Tensor, Tensor, Tensor]] = []
+        self.embeddings: list[Embedding] = []
+        for r, (table, weights, emb) in enumerate(zip(cell_class, board_weight, embeddings)):
+            table = np.asarray(table).reshape(game.num_boards[r], h)
+            flat = table.reshape(-1)
+            idx = np.flatnonzero(flat >= 0)
+            cls = flat[idx]
+            if len(cls) and cls.max() >= emb.num_classes:
+                raise TensorCFRError(f"round {r}: the embedding covers {emb.num_classes} "
+                                     f"classes, the game has {int(cls.max()) + 1}")
+            w = np.asarray(weights, dtype=np.float64)[idx // h]
+            self._cells.append((torch.as_tensor(idx, device=self.device),
+                                torch.as_tensor(cls, device=self.device),
+                                torch.as_tensor(w, dtype=dtype, device=self.device)))
+            self.embeddings.append(emb.to(dtype, self.device))
+        self.num_classes = [e.num_classes for e in self.embeddings]
+        kw = {"dtype": dtype, "device": self.device}
+        self.regrets = [torch.zeros((t.num_slots, p, e.num_advisors), **kw)
+                        for t, p, e in zip(rounds, self.prefixes, self.embeddings)]
+        self.average = [torch.zeros_like(x) for x in self.regrets]
+        self.advisor_strategy = [torch.zeros_like(x) for x in self.regrets]
+        self.cell_strategy = [torch.zeros((t.num_slots, p, b, h), **kw)
+                              for t, p, b in zip(rounds, self.prefixes, game.num_boards)]
+        for player in (0, 1):
+            self._refresh(player)
+
+    # ------------------------------------------------------------------ mappings
+    def _node_slices(self, r: int) -> list[tuple[int, slice]]:
+        tmpl = self.game.rounds[r]
+        return [(tmpl.players[j], slice(o, o + a))
+                for j, (o, a) in enumerate(zip(tmpl.slot_offsets, tmpl.num_actions))]
+
+    def _cells_to_classes(self, r: int, x: Tensor) -> Tensor:
+        """[S, P, B, H] -> [S, P, C]: board-weighted sums over each class's cells."""
+        idx, cls, w = self._cells[r]
+        s, p = x.shape[:2]
+        flat = x.reshape(s, p, -1).index_select(2, idx) * w
+        out = torch.zeros((s, p, self.num_classes[r]), dtype=x.dtype, device=x.device)
+        return out.index_add_(2, cls, flat)
+
+    def _classes_to_cells(self, r: int, x: Tensor, out: Tensor) -> None:
+        """Write class strategies [S', P, C] into cell strategies ``out`` [S', P, B, H]."""
+        idx, cls, _ = self._cells[r]
+        s, p = out.shape[:2]
+        flat = out.reshape(s, p, -1)
+        flat.index_copy_(2, idx, x.index_select(2, cls))
+
+    def class_policy(self, advisor: Sequence[Tensor]) -> list[Tensor]:
+        """Advisor strategies per round [S_r, P_r, m_r] -> class strategies [S_r, P_r, C_r]."""
+        return [self.embeddings[r].down(a) for r, a in enumerate(advisor)]
+
+    def cell_policy(self, per_class: Sequence[Tensor]) -> list[Tensor]:
+        """Class strategies [S_r, P_r, C_r] -> full-game policy [S_r, P_r, B_r, H] (uniform
+        on impossible cells)."""
+        out = []
+        for r, pol in enumerate(per_class):
+            cells = torch.empty_like(self.cell_strategy[r])
+            for _, sl in self._node_slices(r):
+                cells[sl] = 1.0 / (sl.stop - sl.start)
+                self._classes_to_cells(r, pol[sl], cells[sl])
+            out.append(cells)
+        return out
+
+    def _refresh(self, player: int) -> None:
+        for r in range(len(self.game.rounds)):
+            emb = self.embeddings[r]
+            for acting, sl in self._node_slices(r):
+                if acting != player:
+                    continue
+                sigma = regret_matching_dense(self.regrets[r][sl])
+                self.advisor_strategy[r][sl] = sigma
+                self._classes_to_cells(r, emb.down(sigma), self.cell_strategy[r][sl])
+
+    # ------------------------------------------------------------------ iterations
+    def iterate(self, num_iterations: int = 1) -> None:
+        """Run ``num_iterations`` full-sweep iterations (player 0, then player 1)."""
+        for _ in range(num_iterations):
+            self.iteration += 1
+            t = self.iteration
+            for player in (0, 1):
+                inst_r = [torch.zeros_like(s) for s in self.cell_strategy]
+                inst_w = [torch.zeros_like(s) for s in self.cell_strategy]
+                _pass(self.game, self.cell_strategy, player, "cfr",
+                      solver=_Buffers(inst_r, inst_w, t))  # type: ignore[arg-type]
+                decay = average_decay(self.variant, t)
+                for r in range(len(self.game.rounds)):
+                    emb = self.embeddings[r]
+                    regret_c = self._cells_to_classes(r, inst_r[r])
+                    weighted_c = self._cells_to_classes(r, inst_w[r])
+                    inst_r[r] = inst_w[r] = None  # type: ignore[call-overload]
+                    for acting, sl in self._node_slices(r):
+                        if acting != player:
+                            continue
+                        regrets = self.regrets[r][sl]
+                        regrets.add_(emb.up(regret_c[sl]))
+                        if self.variant.floors_regrets:
+                            regrets.clamp_min_(0)
+                        sigma = self.advisor_strategy[r][sl]
+                        if self.averaging == "reach":
+                            reach = emb.up(weighted_c[sl].sum(0, keepdim=True))
+                            contrib = sigma * reach
+                        else:
+                            contrib = sigma
+                        avg = self.average[r][sl]
+                        if decay != 1.0:
+                            avg.mul_(decay)
+                        avg.add_(contrib)
+                self._refresh(player)
+
+    def advisor_average(self) -> list[Tensor]:
+        """Average advisor strategies per round [S_r, P_r, m_r] (normalised per node)."""
+        out = []
+        for r in range(len(self.game.rounds)):
+            pol = torch.empty_like(self.average[r])
+            for _, sl in self._node_slices(r):
+                pol[sl] = normalize_dense(self.average[r][sl])
+            out.append(pol)
+        return out
+
+    def average_class_policy(self) -> list[Tensor]:
+        """Average strategy per class [S_r, P_r, C_r]."""
+        return self.class_policy(self.advisor_average())
+
+    def average_policy(self) -> list[Tensor]:
+        """Average strategy as a full-game policy [S_r, P_r, B_r, H]."""
+        return self.cell_policy(self.average_class_policy())
+
+    def current_policy(self) -> list[Tensor]:
+        """Current strategy as a full-game policy."""
+        return [s.clone() for s in self.cell_strategy]

@@ -1,0 +1,93 @@
+"""Abstract CFR on Numeral211: bucketed CFR and Embedding CFR against the full-game solver."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from tensorcfr.abstraction.abstract_cfr import Embedding
+from tensorcfr.errors import TensorCFRError
+from tensorcfr.games.numeral211 import solver as n211
+from tensorcfr.games.numeral211.abstract_solve import (abstract_solver, bucket_embeddings,
+                                                       lossless_embeddings, run_abstract)
+from tensorcfr.games.numeral211.abstractions import build_abstraction, lossless_bucket_map
+from tensorcfr.games.numeral211.config import GameConfig
+
+# one suit: every class is a single cell, so class sums are bitwise the cell values
+ONE_SUIT = GameConfig(ranks="234567", suits=1, max_bets=(2, 2, 2))
+TWO_SUITS = GameConfig(ranks="9TA", suits=2, max_bets=(2, 2, 2))
+
+
+def _valid_max_diff(game, a, b) -> float:
+    return max(float((a[r] - b[r]).abs()[..., torch.as_tensor(game.iso.valid[r])].max())
+               for r in range(3))
+
+
+@pytest.mark.parametrize("algo", ["cfr", "cfr+"])
+@pytest.mark.parametrize("kind", ["buckets", "identity-phi"])
+def test_lossless_abstraction_reproduces_full_solver(algo: str, kind: str) -> None:
+    game = n211.build_game(ONE_SUIT, dtype=torch.float64)
+    full = n211.make_solver(game, algo)
+    if kind == "buckets":
+        embeddings = bucket_embeddings(game, lossless_bucket_map(ONE_SUIT))
+    else:
+        embeddings = [Embedding.from_matrix(np.eye(c))
+                      for c in game.iso.isomorphic_classes()]
+    abstract = abstract_solver(game, embeddings, algo=algo)
+    full.iterate(8)
+    abstract.iterate(8)
+    assert _valid_max_diff(game, full.average_policy(), abstract.average_policy()) < 1e-12
+    assert n211.exploitability(game, abstract.average_policy()).exploitability == \
+        pytest.approx(n211.exploitability(game, full.average_policy()).exploitability,
+                      rel=1e-12)
+
+
+def test_lossless_classes_match_with_suit_isomorphism() -> None:
+    """With suits, classes hold several cells: equal up to rounding for a few iterations."""
+    game = n211.build_game(TWO_SUITS, dtype=torch.float64)
+    full = n211.make_solver(game, "cfr")
+    abstract = abstract_solver(game, lossless_embeddings(game))
+    full.iterate(3)
+    abstract.iterate(3)
+    assert _valid_max_diff(game, full.average_policy(), abstract.average_policy()) < 1e-9
+
+
+def test_coarse_abstraction_is_worse_than_full_game() -> None:
+    game = n211.build_game(TWO_SUITS, dtype=torch.float64)
+    bmap = build_abstraction(TWO_SUITS, "ehs", 2, 3)
+    solver = abstract_solver(game, bucket_embeddings(game, bmap), algo="cfr+")
+    curve = run_abstract(game, solver, 30, eval_every=10)
+    assert [p["iteration"] for p in curve] == [10, 20, 30]
+    full = n211.make_solver(game, "cfr+")
+    full.iterate(30)
+    full_ex = n211.exploitability(game, full.average_policy()).exploitability
+    assert curve[-1]["exploitability"] > full_ex > 0
+    assert curve[-1]["mbg"] == pytest.approx(curve[-1]["exploitability"] * 1000 / 5)
+
+
+def test_embedding_columns_and_sparse_phi() -> None:
+    rng = np.random.default_rng(0)
+    phi = rng.random((5, 9))
+    emb = Embedding.from_matrix(phi, top_k=2)
+    assert emb.index.shape == (2, 9)
+    assert torch.allclose(emb.weight.sum(0), torch.ones(9, dtype=torch.float64))
+    x = torch.as_tensor(rng.random((3, 5)))
+    dense = Embedding.from_matrix(phi)
+    phi_n = torch.as_tensor(phi / phi.sum(0))
+    assert torch.allclose(dense.down(x), x @ phi_n)
+    assert torch.allclose(dense.up(x @ phi_n), x @ phi_n @ phi_n.T)
+    with pytest.raises(TensorCFRError):
+        Embedding.from_matrix(-phi)
+
+
+def test_soft_embedding_cfr_runs_and_improves() -> None:
+    game = n211.build_game(TWO_SUITS, dtype=torch.float64)
+    counts = game.iso.isomorphic_classes()
+    rng = np.random.default_rng(1)
+    embeddings = [Embedding.from_labels(np.arange(counts[0]))]
+    for c in counts[1:]:
+        embeddings.append(Embedding.from_matrix(rng.dirichlet(np.ones(4), size=c).T))
+    solver = abstract_solver(game, embeddings, averaging="uniform")
+    curve = run_abstract(game, solver, 20, eval_every=5)
+    assert curve[-1]["exploitability"] < curve[0]["exploitability"]
