@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import re
 import threading
+import time
 import warnings
 
 import pytest
@@ -290,6 +291,36 @@ def test_solution_cache_solves_once_and_is_bounded():
     cache.get(deals[1])
     cache.get(deals[2])
     assert len(cache) == 2 and not cache.is_ready(deals[0])  # least recently used dropped
+
+
+def test_solution_cache_bounds_concurrent_and_queued_solves():
+    """A flood of new deals never runs two solves at once nor queues more than max_prefetch."""
+    running = []
+    peak = [0]
+    gate = threading.Event()
+    lock = threading.Lock()
+
+    def slow_solver(deal):
+        with lock:
+            running.append(deal)
+            peak[0] = max(peak[0], len(running))
+        gate.wait(5)
+        with lock:
+            running.remove(deal)
+        return ("solution", deal)
+
+    cache = SolutionCache(max_size=2, solver=slow_solver, max_concurrent=1, max_prefetch=3)
+    deals = [random_deal(s) for s in range(10)]
+    started = [cache.prefetch(d) for d in deals]
+    assert started == [True] * 3 + [False] * 7  # the rest are solved when first asked for
+    gate.set()
+    assert cache.get(deals[9]) == ("solution", deals[9])  # on demand, after waiting its turn
+    for d in deals[:3]:  # queued ones answer too (those evicted while queued: solved afresh)
+        assert cache.get(d) == ("solution", d)
+    deadline = time.monotonic() + 10
+    while cache._prefetching and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert peak[0] == 1 and cache._prefetching == 0 and len(cache) <= 2
 
 
 def test_hidden_view_never_shows_the_other_hand(solutions):

@@ -93,6 +93,10 @@ def action_json(action: Action) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- exact solutions
 
+class _Dropped(Exception):
+    """A queued background solve whose entry was evicted before it started."""
+
+
 class SolutionCache:
     """A bounded, thread-safe LRU of exact solutions by deal.
 
@@ -103,14 +107,21 @@ class SolutionCache:
     """
 
     def __init__(self, max_size: int = 8, device: str = "cpu",
-                 solver: Callable[[tuple[int, ...]], Any] | None = None) -> None:
-        if max_size < 1:
-            raise ValueError("max_size must be at least 1")
+                 solver: Callable[[tuple[int, ...]], Any] | None = None,
+                 max_concurrent: int = 1, max_prefetch: int = 4) -> None:
+        if max_size < 1 or max_concurrent < 1 or max_prefetch < 0:
+            raise ValueError("max_size and max_concurrent must be at least 1, max_prefetch >= 0")
         self.max_size = max_size
         self.device = device
         self._solver = solver
         self._lock = threading.Lock()
         self._entries: OrderedDict[tuple[int, ...], Future[Any]] = OrderedDict()
+        # memory bound: at most max_concurrent solves hold their graphs at once (the others
+        # wait), and at most max_prefetch background solves are queued (more are dropped:
+        # the deal is then solved when first asked for)
+        self._slots = threading.Semaphore(max_concurrent)
+        self.max_prefetch = max_prefetch
+        self._prefetching = 0
         self.solves = 0  # number of solves run (tests and benchmarks read it)
 
     def _solve(self, deal: tuple[int, ...]) -> Any:
@@ -133,35 +144,60 @@ class SolutionCache:
                 self._entries.popitem(last=False)
             return fut, True
 
-    def _run(self, deal: tuple[int, ...], fut: Future[Any]) -> None:
+    def _run(self, deal: tuple[int, ...], fut: Future[Any], background: bool = False) -> None:
         if not fut.set_running_or_notify_cancel():  # pragma: no cover - never cancelled
             return
         try:
-            self.solves += 1
-            fut.set_result(self._solve(deal))
+            with self._slots:
+                with self._lock:
+                    dropped = background and self._entries.get(deal) is not fut
+                if dropped:  # evicted while queued: whoever still waits solves it afresh
+                    raise _Dropped()
+                self.solves += 1
+                result = self._solve(deal)
+            fut.set_result(result)
         except BaseException as exc:  # noqa: BLE001 - handed to every waiter
             with self._lock:
                 if self._entries.get(deal) is fut:
                     del self._entries[deal]
             fut.set_exception(exc)
+        finally:
+            if background:
+                with self._lock:
+                    self._prefetching -= 1
 
     def get(self, deal: Sequence[int]) -> Any:
         """The exact solution of ``deal`` (solved now if it is not cached)."""
         key = tuple(int(c) for c in deal)
-        fut, mine = self._entry(key)
-        if mine:
-            self._run(key, fut)
-        return fut.result()
+        while True:
+            fut, mine = self._entry(key)
+            if mine:
+                self._run(key, fut)
+            try:
+                return fut.result()
+            except _Dropped:
+                continue
 
-    def prefetch(self, deal: Sequence[int]) -> None:
-        """Start solving ``deal`` in a background thread unless it is cached or under way."""
+    def prefetch(self, deal: Sequence[int]) -> bool:
+        """Start solving ``deal`` in a background thread unless it is cached or under way.
+
+        Returns whether a solve was started; none is when ``max_prefetch`` are already queued
+        (the deal is then solved when first asked for)."""
         key = tuple(int(c) for c in deal)
+        with self._lock:
+            if key in self._entries or self._prefetching >= self.max_prefetch:
+                return False
+            self._prefetching += 1
         fut, mine = self._entry(key)
-        if mine:
-            # not a daemon: the interpreter waits for it at exit (a few seconds at most),
-            # since torch aborts the process if a daemon thread is still inside it then
-            threading.Thread(target=self._run, args=(key, fut), daemon=False,
-                             name="pasur-solve").start()
+        if not mine:  # another thread got there first
+            with self._lock:
+                self._prefetching -= 1
+            return False
+        # not a daemon: the interpreter waits for it at exit (a few seconds at most),
+        # since torch aborts the process if a daemon thread is still inside it then
+        threading.Thread(target=self._run, args=(key, fut, True), daemon=False,
+                         name="pasur-solve").start()
+        return True
 
     def is_ready(self, deal: Sequence[int]) -> bool:
         """Whether ``deal``'s solution is cached and finished (no wait)."""
