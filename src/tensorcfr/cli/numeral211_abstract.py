@@ -1,4 +1,9 @@
-"""``tensorcfr numeral211 abstract``: build an EHS / PaEmd / KrwEmd bucket map (NPZ file).
+"""``tensorcfr numeral211 abstract | embed`` and the abstract side of ``solve``.
+
+* ``abstract``: build an EHS / PaEmd / KrwEmd bucket map (NPZ file);
+* ``embed``: train HandEbdNet and save Embedding CFR's Phi (NPZ file);
+* :func:`solve_abstract`: what ``numeral211 solve --abstraction FILE`` / ``--embedding
+  FILE`` runs (bucketed CFR or Embedding CFR, exploitability measured in the full game).
 
 Registered on the ``numeral211`` sub-app by :func:`register`.
 """
@@ -108,6 +113,153 @@ def abstract_command(
         f"{bmap.seconds:.1f} s -> {target}", highlight=False, soft_wrap=True)
 
 
+def embed_command(
+    flop: int = typer.Option(225, "--flop", help="Advisors (rows of Phi) on the flop."),
+    turn: int = typer.Option(396, "--turn", help="Advisors on the turn."),
+    out: str = typer.Option(..., "--out", "-o", help="Embedding file to write (.npz)."),
+    target: str = typer.Option("wtl", "--target", help="wtl: (win, tie, lose) at this and "
+                               "earlier rounds; ehs: equities only."),
+    hidden: int = typer.Option(256, "--hidden", help="Hidden units of the encoder."),
+    epochs: int = typer.Option(60, "--epochs", help="Training epochs per round."),
+    batch: int = typer.Option(512, "--batch", help="Mini-batch size."),
+    lr: float = typer.Option(3e-3, "--lr", help="Adam learning rate (cosine decay)."),
+    seed: int = typer.Option(0, "--seed", help="Training seed."),
+    ranks: Optional[str] = typer.Option(None, "--ranks", help="Deck ranks low to high "
+                                        "(default 23456789TA)."),
+    suits: Optional[int] = typer.Option(None, "--suits", help="Suits (default 4)."),
+    threads: int = typer.Option(1, "--threads", help="Torch CPU threads."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Train HandEbdNet on every flop and turn class and save Phi (the Embedding CFR
+    embedding) for `numeral211 solve --embedding`."""
+    import torch
+
+    from tensorcfr.errors import TensorCFRError
+    from tensorcfr.games.numeral211.embedding_net import save_embedding, train_embedding
+
+    if threads < 1:
+        raise TensorCFRError(f"--threads must be >= 1, got {threads}")
+    torch.set_num_threads(threads)
+    target_path = os.path.abspath(out)
+    if os.path.isdir(target_path):
+        raise TensorCFRError(f"--out {out!r} is a folder; give a file name (.npz)")
+    config = game_config(ranks, suits)
+    with _status("training HandEbdNet", as_json) as status:
+        def progress(r: int, epoch: int, loss: float) -> None:
+            if status is not None:
+                status.update(f"HandEbdNet {ROUND_NAMES[r]}: epoch {epoch}/{epochs}, "
+                              f"loss {loss:.4g}")
+
+        emb = train_embedding(config, flop, turn, target=target, hidden=hidden, epochs=epochs,
+                              batch=batch, lr=lr, seed=seed, progress=progress)
+        save_embedding(target_path, emb)
+    result = {"game": config.to_dict(), "advisors": {"flop": flop, "turn": turn},
+              "classes": dict(zip(ROUND_NAMES, emb.meta["classes"])), "target": target,
+              "loss": emb.meta["loss"], "seconds": round(emb.meta["seconds"], 3),
+              "threads": threads, "out": target_path}
+    if as_json:
+        print_json(result)
+        return
+    err_console.print(f"HandEbdNet ({target}): flop {flop} x {emb.meta['classes'][1]}, turn "
+                      f"{turn} x {emb.meta['classes'][2]}, loss {emb.meta['loss']}, "
+                      f"{emb.meta['seconds']:.1f} s -> {target_path}", highlight=False,
+                      soft_wrap=True)
+
+
+def solve_abstract(*, abstraction: Optional[str], embedding: Optional[str], top_k: int,
+                   averaging: str, algo: str, iterations: int, eval_every: int,
+                   out: Optional[str], plot: Optional[str], curve_out: Optional[str],
+                   dtype: Any, device: Any, threads: int, json_out: bool) -> dict[str, Any]:
+    """Solve an abstraction (bucket map) or run Embedding CFR (Phi file) on its game and
+    measure the average strategy in the full game; returns the JSON summary (printed by
+    ``numeral211 solve``).  ``dtype``/``device``: resolved torch objects."""
+    import time
+
+    import numpy as np
+
+    from tensorcfr.abstraction.abstract_cfr import Embedding
+    from tensorcfr.abstraction.bucket_map import load_bucket_map
+    from tensorcfr.errors import TensorCFRError
+    from tensorcfr.games.numeral211 import solver as n211
+    from tensorcfr.games.numeral211.abstract_solve import (abstract_solver, bucket_embeddings,
+                                                           run_abstract)
+    from tensorcfr.games.numeral211.config import GameConfig
+    from tensorcfr.games.numeral211.isomorphism import isomorphism
+
+    if (abstraction is None) == (embedding is None):
+        raise TensorCFRError("give either --abstraction or --embedding, not both")
+    name = algo.strip().lower()
+    if name not in ("cfr", "cfr+"):
+        raise TensorCFRError(f"--algo {algo!r}: abstract solving runs cfr (the papers') or cfr+")
+    if iterations < 1 or eval_every < 0:
+        raise TensorCFRError("--iterations must be >= 1 and --eval-every >= 0")
+    if abstraction is not None:
+        bmap = load_bucket_map(abstraction)
+        config = GameConfig.from_dict(bmap.variant)
+        game = n211.build_game(config, dtype=dtype, device=device)
+        embeddings = bucket_embeddings(game, bmap)
+        method, source = bmap.method, abstraction
+        advisors = bmap.num_buckets
+    else:
+        from tensorcfr.games.numeral211.embedding_net import load_embedding
+
+        emb_file = load_embedding(embedding)  # type: ignore[arg-type]
+        config = emb_file.config
+        game = n211.build_game(config, dtype=dtype, device=device)
+        counts = isomorphism(config).isomorphic_classes()
+        if top_k < 1:
+            raise TensorCFRError(f"--phi-top must be >= 1, got {top_k}")
+        embeddings = [Embedding.from_labels(np.arange(counts[0]))]
+        embeddings += [Embedding.from_matrix(emb_file.phi[r], top_k=top_k) for r in (1, 2)]
+        method, source = "embedding", embedding
+        advisors = [counts[0]] + [e.num_advisors for e in embeddings[1:]]
+    solver = abstract_solver(game, embeddings, algo=name, averaging=averaging)
+    started = time.perf_counter()
+    every = eval_every if eval_every else iterations
+    if not json_out and err_console.is_terminal:
+        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                                   TimeElapsedColumn, TimeRemainingColumn)
+
+        with Progress(TextColumn(f"{method} {name}"), BarColumn(), MofNCompleteColumn(),
+                      TextColumn("{task.fields[expl]}"), TimeElapsedColumn(),
+                      TimeRemainingColumn(), console=err_console, transient=True) as bar:
+            task = bar.add_task("solve", total=iterations, expl="")
+
+            def on_progress(t: int, ex: Optional[float]) -> None:
+                bar.update(task, completed=t, expl="" if ex is None else
+                           f"expl {n211.to_mbg(ex, config):,.1f} mb/g")
+
+            curve = run_abstract(game, solver, iterations, eval_every=every,
+                                 on_progress=on_progress)
+    else:
+        curve = run_abstract(game, solver, iterations, eval_every=every)
+    seconds = time.perf_counter() - started
+    final = curve[-1]
+    if out is not None:
+        n211.save_policy(out, game, solver.average_policy(), algo=f"{method}+{name}",
+                         iterations=solver.iteration, exploitability=final["exploitability"])
+    if curve_out is not None:
+        from tensorcfr.utils.io import write_json_atomic
+
+        write_json_atomic(curve_out, {"game": config.to_dict(), "algo": name,
+                                      "method": method, "source": source, "curve": curve})
+    if plot is not None:
+        from tensorcfr.cli.numeral211_solve import _plot_curve
+
+        _plot_curve(curve, plot, f"{config.describe()} {method} {name}")
+    return {"game": config.describe(), "algo": name, "method": method, "source": source,
+            "advisors": dict(zip(ROUND_NAMES, advisors)), "averaging": averaging,
+            "phi_top": top_k if embedding is not None else None,
+            "iterations": solver.iteration, "exploitability": final["exploitability"],
+            "exploitability_mbg": final["mbg"],
+            "units": "exploitability = (b0 + b1) / 2 in chips per game, measured in the full "
+                     "game; mb/g = thousandths of the ante per game",
+            "curve": curve, "seconds": seconds,
+            "ms_per_iteration": 1000 * final["seconds"] / max(1, solver.iteration),
+            "threads": threads, "device": str(device), "strategy_file": out}
+
+
 def register(app: typer.Typer) -> None:
-    """Add ``abstract`` to the ``numeral211`` sub-app."""
+    """Add ``abstract`` and ``embed`` to the ``numeral211`` sub-app."""
     app.command("abstract")(abstract_command)
+    app.command("embed")(embed_command)

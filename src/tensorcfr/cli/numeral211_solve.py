@@ -201,9 +201,50 @@ def solve_command(
     ranks: Optional[str] = _RANKS, suits: Optional[int] = _SUITS, ante: Optional[int] = _ANTE,
     bets: Optional[str] = _BETS, max_bets: Optional[str] = _MAX_BETS,
     threads: Optional[int] = _THREADS, json_out: bool = _JSON,
+    abstraction: Optional[str] = typer.Option(
+        None, "--abstraction", help="Bucket map of `numeral211 abstract` (.npz): solve that "
+        "abstraction (--algo cfr or cfr+), exploitability measured in the full game."),
+    embedding: Optional[str] = typer.Option(
+        None, "--embedding", help="Phi file of `numeral211 embed` (.npz): Embedding CFR."),
+    phi_top: int = typer.Option(8, "--phi-top", help="Embedding CFR: keep the k largest "
+                                "entries of each column of Phi (renormalised)."),
+    averaging: str = typer.Option("reach", "--averaging", help="Abstract solving: average "
+                                  "advisor strategies weighted by reach, or uniform."),
 ) -> None:
-    """Solve the whole unabstracted game with tensor CFR over the public tree; prints the
-    exact exploitability (chips and mb/g per game) of the average strategy."""
+    """Solve the whole unabstracted game with tensor CFR over the public tree (or, with
+    --abstraction / --embedding, an abstraction or Embedding CFR); prints the exact
+    exploitability (chips and mb/g per game) of the average strategy."""
+    if abstraction is not None or embedding is not None:
+        from tensorcfr.cli.numeral211_abstract import solve_abstract
+        from tensorcfr.utils.device import resolve_device
+        from tensorcfr.utils.resources import set_threads
+
+        try:
+            if resume is not None or save is not None:
+                raise TensorCFRError("--save/--resume are for the full-game solver, not with "
+                                     "--abstraction or --embedding")
+            from tensorcfr.utils.io import check_output_file
+
+            for path, opt in ((out, "--out"), (plot, "--plot"), (curve_out, "--curve")):
+                if path is not None:
+                    check_output_file(path, opt)
+            summary = solve_abstract(
+                abstraction=abstraction, embedding=embedding, top_k=phi_top,
+                averaging=averaging, algo=algo, iterations=iterations, eval_every=eval_every,
+                out=out, plot=plot, curve_out=curve_out, dtype=_dtype(dtype),
+                device=resolve_device(device, "--device"), threads=set_threads(threads),
+                json_out=json_out)
+        except TensorCFRError as exc:
+            fail(str(exc), exc.exit_code)
+        if json_out:
+            print_json(summary)
+        else:
+            console.print(f"{summary['game']} {summary['method']} {summary['algo']}: "
+                          f"{summary['iterations']} iterations, {summary['seconds']:.1f} s; "
+                          f"full-game exploitability {summary['exploitability']:.6g} "
+                          f"chips/game = {summary['exploitability_mbg']:.6g} mb/g",
+                          highlight=False)
+        return
     from tensorcfr.games.numeral211 import solver as n211
     from tensorcfr.utils.device import resolve_device
     from tensorcfr.utils.resources import format_bytes, parse_memory, peak_rss_mb, set_threads
