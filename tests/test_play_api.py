@@ -336,6 +336,63 @@ def test_hidden_view_never_shows_the_other_hand(solutions):
     assert opened["hands"]["Bob"] == list(session.state.hands[1]) and opened["deal"]
 
 
+CARD_KEYS = {"pool", "hands", "piles", "card", "captured", "cleanup", "deal"}
+
+
+def _cards_in(obj, under_card_key=False):
+    """Every card index anywhere in a JSON view: ints under card-bearing keys, at any depth
+    (plays in ``history``, ``last_play``, ``legal`` are objects with ``card``/``captured``)."""
+    if isinstance(obj, dict):
+        out = set()
+        for k, v in obj.items():
+            out |= _cards_in(v, k in CARD_KEYS or (under_card_key and k in ("Alex", "Bob")))
+        return out
+    if isinstance(obj, list):
+        return set().union(*(_cards_in(v, under_card_key) for v in obj)) if obj else set()
+    if isinstance(obj, int) and not isinstance(obj, bool) and under_card_key:
+        return {obj}
+    return set()
+
+
+@pytest.mark.parametrize("human", ["alex", "bob"])
+def test_hidden_mode_api_never_sends_unseen_cards(solutions, human):
+    """The server in hidden-hand mode: every response is built for the human's seat; no card
+    of the other hand or of the undealt deck is ever sent before the game is over."""
+    client = TestClient(create_app(solutions=solutions, mode="hidden"))
+    assert client.get("/api/options").json()["mode"] == "hidden"
+    deal = random_deal(SEED)
+    me = 0 if human == "alex" else 1
+    view = _new(client, human=human, ai="random")
+    gid = view["game_id"]
+    rng = random.Random(5)
+    checked = 0
+    while True:
+        state = initial_state(deal)  # the reference engine's position, from the history
+        for p in view["history"]:
+            state = apply_action(state, Action(p["card"], tuple(p["captured"])))
+        dealt = 4 + 8 * min(view["round"], 6)
+        unseen = set(state.hands[1 - me]) | set(deal[dealt:])
+        if not view["game_over"]:
+            assert view["hands"][("Alex", "Bob")[1 - me]] is None and "deal" not in view
+            assert not _cards_in(view) & unseen, view["play_index"]
+            for path in ("hints", "analysis"):
+                r = client.get(f"/api/games/{gid}/{path}")
+                assert r.status_code == 403 and "hidden" in r.json()["detail"]
+            checked += 1
+        else:
+            break
+        if view["ai_to_move"]:
+            r = client.post(f"/api/games/{gid}/ai")
+        else:
+            a = rng.choice(view["legal"])
+            r = client.post(f"/api/games/{gid}/play",
+                            json={"card": a["card"], "captured": a["captured"]})
+        assert r.status_code == 200, r.text
+        view = r.json()
+    assert checked == 48
+    assert client.get(f"/api/games/{gid}/analysis").status_code == 200  # after the game
+
+
 def test_session_undo_and_errors(solutions):
     session = GameSession(random_deal(SEED), "bob", "exact", solutions=solutions, ai_seed=3)
     with pytest.raises(IllegalMoveError, match="AI"):

@@ -174,7 +174,7 @@ def _run_deal(folder: str) -> list[int] | None:
 def create_app(*, table: str | None = None, model: str | None = None, max_games: int = 256,
                ttl_seconds: float = 2 * 3600, cache_size: int = 8, device: str = "cpu",
                clock: Callable[[], float] = time.monotonic,
-               solutions: SolutionCache | None = None) -> Any:
+               solutions: SolutionCache | None = None, mode: str = "open") -> Any:
     """The FastAPI application.
 
     Args:
@@ -183,6 +183,12 @@ def create_app(*, table: str | None = None, model: str | None = None, max_games:
         max_games: games held at once; ``ttl_seconds``: idle time after which a game expires.
         cache_size: exact solutions kept (each 5-60 MiB).
         device: torch device of the solver and the model.
+        mode: ``"open"`` (open hands, the game as solved; what ``tensorcfr pasur serve``
+            runs) or ``"hidden"``: the groundwork of a hidden-hand mode. Every view is built
+            for the human's seat by :meth:`GameSession.view` with that visibility, so the
+            other hand and the undealt cards are never sent; hints and the analysis (exact
+            values, which reveal the hidden cards) are refused until the game is over. Not
+            offered on the command line yet: the AI still plays the open-hands solution.
     """
     from typing import Annotated, List, Literal, Optional, Union
 
@@ -194,8 +200,10 @@ def create_app(*, table: str | None = None, model: str | None = None, max_games:
     from tensorcfr import __version__
     from tensorcfr.errors import TensorCFRError
     from tensorcfr.games.pasur.rules import parse_deal, random_deal, validate_deal
-    from tensorcfr.play.session import AI_NAMES
+    from tensorcfr.play.session import AI_NAMES, VISIBILITIES
 
+    if mode not in VISIBILITIES:
+        raise ValueError(f"mode must be one of {VISIBILITIES}, got {mode!r}")
     static = load_static()
     store = GameStore(max_games=max_games, ttl_seconds=ttl_seconds, clock=clock)
     cache = solutions if solutions is not None else SolutionCache(max_size=cache_size,
@@ -268,7 +276,13 @@ def create_app(*, table: str | None = None, model: str | None = None, max_games:
         return entry
 
     def view_of(game_id: str, session: GameSession, at: int | None = None) -> dict[str, Any]:
-        return {"game_id": game_id, **session.view(at=at)}
+        # the only place a game's state leaves the server: built for the human's seat
+        return {"game_id": game_id, **session.view(visibility=mode, at=at)}
+
+    def exact_values_allowed(session: GameSession) -> None:
+        if mode == "hidden" and not session.over:
+            raise bad("exact values reveal the hidden cards: hints and the analysis come "
+                      "after the game in hidden-hand mode", 403)
 
     def run(game_id: str, action: Callable[[GameSession], Any]) -> Any:
         entry = entry_of(game_id)
@@ -322,8 +336,10 @@ def create_app(*, table: str | None = None, model: str | None = None, max_games:
     def options() -> dict[str, Any]:
         return {
             "version": __version__,
-            "mode": "open",
-            "mode_note": "open hands (double-dummy): both players see every card of the deal",
+            "mode": mode,
+            "mode_note": ("open hands (double-dummy): both players see every card of the deal"
+                          if mode == "open" else "hidden hands: each side sees only its own "
+                          "hand, the pool and the cards played"),
             "ais": [{"name": n, "available": available[n], "description": descriptions[n]}
                     for n in AI_NAMES],
             "table_deal": table_deal,
@@ -391,11 +407,13 @@ def create_app(*, table: str | None = None, model: str | None = None, max_games:
 
     @app.get("/api/games/{game_id}/hints",
              summary="Every legal play with its exact value for the player to move",
-             responses={400: {"model": Message}, 404: {"model": Message}})
+             responses={400: {"model": Message}, 403: {"model": Message},
+                        404: {"model": Message}})
     def hints(game_id: str, at: Optional[int] = Query(None, ge=0, le=48)) -> dict[str, Any]:
         def act(s: GameSession) -> dict[str, Any]:
             if at is not None and not s.over:
                 raise bad("only a finished game can be stepped through")
+            exact_values_allowed(s)
             state = s.states[at] if at is not None and at < len(s.states) else s.state
             return {"at": state.play_index, "player": ("Alex", "Bob")[state.player]
                     if not state.is_terminal else None, "hints": s.hints(at)}
@@ -403,9 +421,12 @@ def create_app(*, table: str | None = None, model: str | None = None, max_games:
 
     @app.get("/api/games/{game_id}/analysis",
              summary="Final score, the deal's exact value, every play with the points it cost",
-             responses={404: {"model": Message}})
+             responses={403: {"model": Message}, 404: {"model": Message}})
     def analysis(game_id: str) -> dict[str, Any]:
-        return run(game_id, lambda s: s.analysis())
+        def act(s: GameSession) -> dict[str, Any]:
+            exact_values_allowed(s)
+            return s.analysis()
+        return run(game_id, act)
 
     @app.get("/api/games/{game_id}/record", summary="The finished game as a game record",
              responses={400: {"model": Message}, 404: {"model": Message}})
