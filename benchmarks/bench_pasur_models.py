@@ -95,7 +95,22 @@ def main(argv: list[str] | None = None) -> int:
 
     per_deck = []
     exact_budget = {"seen": args.exact_eval, "unseen": args.exact_eval}
+    # per-deck results are kept in a journal beside the model, so a rerun resumes
+    journal = model_out / "bench_decks.jsonl"
+    done = {}
+    if journal.is_file():
+        for line in journal.read_text().splitlines():
+            if line.strip():
+                e = json.loads(line)
+                if e.get("games") == args.games:
+                    done[e["deck"]] = e
     for d in evals:
+        if d in done:
+            e = done[d]
+            per_deck.append(e)
+            if "tree_nodes" in e:
+                exact_budget["seen" if e["seen"] else "unseen"] -= 1
+            continue
         r = rows[d]
         deal = tuple(r["deal"])
         seen = d in train
@@ -105,7 +120,8 @@ def main(argv: list[str] | None = None) -> int:
                    "across model": make_player("model", deal, model=model_out,
                                                threads=args.threads)}
         exact = make_player("exact", deal)
-        entry: dict[str, Any] = {"deck": d, "seen": seen, "exact_value": r["exact_value"],
+        entry: dict[str, Any] = {"deck": d, "seen": seen, "games": args.games,
+                                 "exact_value": r["exact_value"],
                                  "table_exploitability": r.get("dcfr_exploitability")}
         for name, p in players.items():
             s = play_games(deal, p, p, args.games, sample_seed=10 * d + 1).summary()
@@ -136,6 +152,8 @@ def main(argv: list[str] | None = None) -> int:
                             exact_loss_vs_exact=rep["loss_vs_exact"],
                             exact_self_play_value=rep["self_play_value"])
         per_deck.append(entry)
+        with journal.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(entry) + "\n")
         print(json.dumps(entry), flush=True)
     results["decks"] = per_deck
     results["load_average_end"] = list(os.getloadavg())
