@@ -93,6 +93,34 @@ def test_options_offer_the_available_ais(client):
     assert r.status_code == 400 and "--table DIR" in r.json()["detail"]
 
 
+@pytest.fixture(scope="module")
+def table_and_model(tmp_path_factory, one_thread):
+    """A small DCFR strategy table of the test deal and a small model trained on it."""
+    from tensorcfr.cli.pasur_cfr import run_dcfr_solve
+    from tensorcfr.games.pasur.policy_model import train_policy_model
+
+    run = tmp_path_factory.mktemp("play-run") / "dcfr"
+    run_dcfr_solve(random_deal(SEED), iterations=20, out=run, json_out=True)
+    model = tmp_path_factory.mktemp("play-model") / "m"
+    train_policy_model([run], model, games=100, rounds=10, early_stopping=5)
+    return str(run), str(model)
+
+
+def test_table_and_model_ais_play_whole_games(solutions, table_and_model):
+    run, model = table_and_model
+    client = TestClient(create_app(solutions=solutions, table=run, model=model))
+    opts = client.get("/api/options").json()
+    assert all(a["available"] for a in opts["ais"])
+    assert opts["table_deal"] == list(random_deal(SEED))  # the page offers the table's deal
+    r = client.post("/api/games", json={"seed": SEED + 1, "ai": "table"})
+    assert r.status_code == 400 and "another deal" in r.json()["detail"]
+    for ai, human in (("table", "alex"), ("model", "bob")):
+        view = _play_out(client, _new(client, ai=ai, human=human), random.Random(2))
+        assert view["ai"] == ai and view["over"]
+        record = client.get(f"/api/games/{view['game_id']}/record").json()
+        assert record["ai"] == ai and replay_record(parse_record(record)).legal
+
+
 # --------------------------------------------------------------------------- a whole game
 
 def test_whole_game_through_the_api(client):

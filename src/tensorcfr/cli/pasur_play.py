@@ -27,6 +27,18 @@ def _check_folder(option: str, path: Optional[str]) -> Optional[str]:
     return str(Path(path).resolve())
 
 
+def _manifest_seed(folder: Optional[str]) -> Optional[int]:
+    """The ``seed`` a DCFR run's manifest records (None if it does not say)."""
+    import json
+
+    try:
+        obj = json.loads((Path(str(folder)) / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    seed = obj.get("seed") if isinstance(obj, dict) else None
+    return seed if isinstance(seed, int) and not isinstance(seed, bool) else None
+
+
 def _is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -103,7 +115,8 @@ def play_command(
                                             "a JSON list of 52 card indices or 52 card codes."),
     seat: str = typer.Option("alex", "--as", help="Your seat: alex (plays first) or bob."),
     ai: str = typer.Option("exact", "--ai", help="The opponent: exact, model, table or random."),
-    table: Optional[str] = typer.Option(None, "--table", help="A DCFR run folder, for --ai table."),
+    table: Optional[str] = typer.Option(None, "--table", help="A DCFR run folder, for --ai table "
+                                        "(without --seed/--deal: its deal is played)."),
     model: Optional[str] = typer.Option(None, "--model", help="An XGBoost model folder, for "
                                         "--ai model."),
     ai_seed: int = typer.Option(0, "--ai-seed", help="Seed of the AI's random draws."),
@@ -135,7 +148,15 @@ def play_command(
             raise TensorCFRError(f"--record {record} is a folder; give a file name")
         table_dir = _check_folder("--table", table)
         model_dir = _check_folder("--model", model)
-        if seed is None and deal is None and deal_file is None:
+        table_deal = None
+        if ai == "table" and table_dir is not None:
+            from tensorcfr.play.server import _run_deal
+
+            table_deal = _run_deal(table_dir)
+        if seed is None and deal is None and deal_file is None and table_deal is not None:
+            the_deal = table_deal  # a strategy table is of one deal: play that deal
+            seed = _manifest_seed(table_dir)
+        elif seed is None and deal is None and deal_file is None:
             seed = _random.SystemRandom().randrange(1_000_000)
             the_deal = random_deal(seed)
         else:
