@@ -91,3 +91,53 @@ def test_soft_embedding_cfr_runs_and_improves() -> None:
     solver = abstract_solver(game, embeddings, averaging="uniform")
     curve = run_abstract(game, solver, 20, eval_every=5)
     assert curve[-1]["exploitability"] < curve[0]["exploitability"]
+
+
+def test_embedding_file_roundtrip_and_corrupt(tmp_path) -> None:
+    from tensorcfr.errors import CorruptFileError
+    from tensorcfr.games.numeral211.embedding_net import (load_embedding, save_embedding,
+                                                          train_embedding)
+
+    emb = train_embedding(TWO_SUITS, 4, 6, epochs=3, hidden=16)
+    counts = [9, 30, 90]
+    assert emb.phi[1].shape == (4, counts[1]) and emb.phi[2].shape == (6, counts[2])
+    assert np.allclose(emb.phi[2].sum(0), 1.0, atol=1e-5)
+    path = tmp_path / "phi.npz"
+    save_embedding(path, emb)
+    again = load_embedding(path)
+    assert again.config == TWO_SUITS and np.array_equal(again.phi[1], emb.phi[1])
+    (tmp_path / "bad.npz").write_bytes(b"PK\x03\x04 broken")
+    with pytest.raises(CorruptFileError):
+        load_embedding(tmp_path / "bad.npz")
+
+
+def _cli(*args: str):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "tensorcfr.cli.main", *args],
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_cli_solve_abstraction_and_errors(tmp_path) -> None:
+    import json
+
+    bmap = tmp_path / "ehs.npz"
+    build_abstraction(TWO_SUITS, "ehs", 3, 5).save(bmap)
+    proc = _cli("numeral211", "solve", "--abstraction", str(bmap), "--algo", "cfr", "-n", "4",
+                "--eval-every", "2", "--json", "--out", str(tmp_path / "pol.npz"))
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["method"] == "ehs" and [p["iteration"] for p in result["curve"]] == [2, 4]
+    assert result["exploitability"] > 0
+    ex = _cli("numeral211", "exploitability", str(tmp_path / "pol.npz"), "--json")
+    assert json.loads(ex.stdout)["exploitability"] == pytest.approx(result["exploitability"],
+                                                                    rel=1e-4)
+    for args, message in (
+            (["--abstraction", str(bmap), "--ranks", "TA"], "was built for"),
+            (["--embedding", str(bmap)], "not a valid embedding"),
+            (["--abstraction", str(tmp_path / "none.npz")], "does not exist"),
+            (["--abstraction", str(bmap), "--algo", "dcfr"], "abstract solving")):
+        proc = _cli("numeral211", "solve", *args)
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1

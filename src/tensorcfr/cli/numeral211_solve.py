@@ -228,8 +228,12 @@ def solve_command(
             for path, opt in ((out, "--out"), (plot, "--plot"), (curve_out, "--curve")):
                 if path is not None:
                     check_output_file(path, opt)
+            requested = (game_config(ranks, suits, ante, bets, max_bets)
+                         if any(v is not None for v in (ranks, suits, ante, bets, max_bets))
+                         else None)
             summary = solve_abstract(
                 abstraction=abstraction, embedding=embedding, top_k=phi_top,
+                requested=requested,
                 averaging=averaging, algo=algo, iterations=iterations, eval_every=eval_every,
                 out=out, plot=plot, curve_out=curve_out, dtype=_dtype(dtype),
                 device=resolve_device(device, "--device"), threads=set_threads(threads),
