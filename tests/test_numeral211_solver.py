@@ -272,3 +272,58 @@ def test_memory_limit_refuses_before_allocating() -> None:
         n211.make_solver(game, "cfr+", max_memory_bytes=2**30)
     with pytest.raises(TensorCFRError):
         n211.make_solver(n211.build_game(SMALL), "pcfr+")
+
+
+def test_betting_tree_matches_universal_poker() -> None:
+    """The default betting (antes as equal blinds of 5, bets 10/20/20, 4 bets+raises per
+    round, player 0 then player 1 first) walked in OpenSpiel's universal_poker and in the
+    reference engine: the same decision histories with the same legal actions, the same fold
+    and showdown terminals with the same stakes (OpenSpiel cannot express the 3-card
+    showdown, so the deal is fixed and only |payoffs| are compared), and the public-tree
+    templates' sizes (910 decision nodes, 728 folds, 729 showdowns)."""
+    import pyspiel
+
+    from tensorcfr.games.numeral211.engine import new_game
+
+    config = GameConfig(ranks="9TA", suits=2)  # betting as the default game
+    up = pyspiel.load_game("universal_poker", {
+        "betting": "limit", "numPlayers": 2, "numRounds": 3, "blind": "5 5",
+        "raiseSize": "10 20 20", "firstPlayer": "1 2 2", "maxRaises": "4 4 4",
+        "numSuits": 2, "numRanks": 3, "numHoleCards": 2, "numBoardCards": "0 1 1",
+        "stack": "1000 1000"})
+    letters = {0: "f", 1: "c", 2: "r"}
+
+    def walk_up(state, history, nodes, terminals):
+        while state.is_chance_node():
+            state = state.child(state.chance_outcomes()[0][0])
+            if history and not history.endswith("/"):
+                history += "/"
+        if state.is_terminal():
+            terminals[history.rstrip("/")] = abs(state.returns()[0])
+            return
+        nodes[history] = "".join(letters[a] for a in state.legal_actions())
+        for a in state.legal_actions():
+            walk_up(state.child(a), history + letters[a], nodes, terminals)
+
+    def walk_engine(state, nodes, terminals):
+        if state.is_terminal:
+            terminals[state.history_string()] = abs(state.returns()[0])
+            return
+        nodes[state.history_string()] = "".join(state.legal_actions())
+        for a in state.legal_actions():
+            child = new_game(config, state.deal)
+            child.rounds = list(state.rounds)
+            walk_engine(child.apply(a), nodes, terminals)
+
+    up_nodes, up_terms = {}, {}
+    walk_up(up.new_initial_state(), "", up_nodes, up_terms)
+    en_nodes, en_terms = {}, {}
+    walk_engine(new_game(config, [0, 1, 2, 3, 4, 5]), en_nodes, en_terms)
+    assert len(en_nodes) == 910 and len(en_terms) == 728 + 729
+    assert up_nodes == en_nodes
+    assert set(up_terms) == set(en_terms)
+    for key, stake in en_terms.items():
+        if key.endswith("f") or en_terms[key] != 0:
+            assert up_terms[key] == pytest.approx(stake), key
+    game = n211.build_game(config)
+    assert [t.num_nodes * p for t, p in zip(game.rounds, game.prefixes)] == [10, 90, 810]

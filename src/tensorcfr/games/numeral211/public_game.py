@@ -115,6 +115,7 @@ class Numeral211PublicGame:
         incidence[np.arange(h), hands[:, 0]] = 1
         incidence[np.arange(h), hands[:, 1]] = 1
         self._incidence = torch.as_tensor(incidence, **kw)
+        self._incidence_t = self._incidence.t().contiguous()
         self._build_showdown()
 
     # ------------------------------------------------------------------ showdown tables
@@ -144,6 +145,61 @@ class Numeral211PublicGame:
         self._sd = {"order": t(order), "lo": t(lo), "hi": t(hi), "inverse": t(inverse),
                     "c_hands": t(c_hands.reshape(len(boards), -1)), "c_lo": t(c_lo),
                     "c_hi": t(c_hi), "p1": t(p1), "p2": t(p2)}
+        # Flat indices for the fused sweep (:meth:`_win_minus_lose`).  The cumulative sums
+        # live in one buffer per row: [B, H+1] of the main lists, then [B, N, M+1] of the
+        # per-card lists; W[h] = cs[lo] + cs[hi] - cs[end]  (weaker - stronger, ties out)
+        # minus the same three terms in the lists of each of the hand's two cards.
+        nb = len(boards)
+        b_ar = np.arange(nb)[:, None]
+        main_base = b_ar * (h + 1)
+        lo_h = np.take_along_axis(lo, inverse, -1) + main_base
+        hi_h = np.take_along_axis(hi, inverse, -1) + main_base
+        end_h = np.broadcast_to(main_base + h, (nb, h))
+        card_off = nb * (h + 1)
+
+        def card_terms(cards: np.ndarray) -> tuple[np.ndarray, ...]:
+            q = pos[:, cards, np.arange(h)]  # [B, H] position in the card's list
+            base = card_off + (b_ar * n + cards[None, :]) * (m + 1)
+            c_lo_h = np.take_along_axis(c_lo[:, cards, :], q[:, :, None], -1)[..., 0]
+            c_hi_h = np.take_along_axis(c_hi[:, cards, :], q[:, :, None], -1)[..., 0]
+            return base + c_lo_h, base + c_hi_h, np.broadcast_to(base + m, (nb, h))
+
+        lo1, hi1, end1 = card_terms(hands[:, 0])
+        lo2, hi2, end2 = card_terms(hands[:, 1])
+        plus = np.stack([lo_h, hi_h, end1, end2]).reshape(4, -1)
+        minus = np.stack([end_h, lo1, hi1, lo2, hi2]).reshape(5, -1)
+        self._sweep = {
+            "order": t((order + b_ar * h).reshape(-1)),
+            "card_hands": t((c_hands + b_ar[:, :, None] * h).reshape(-1)),
+            "plus": t(plus.reshape(-1)), "minus": t(minus.reshape(-1)),
+        }
+        self._tri: dict[tuple, Tensor] = {}
+
+    def _triangle(self, rows: int, cols: int, strict: bool, dtype: torch.dtype) -> Tensor:
+        """[rows, cols] matrix with 1 where i < j (strict) or i <= j (cached)."""
+        key = (rows, cols, strict, dtype)
+        if key not in self._tri:
+            i = torch.arange(rows, device=self.device)[:, None]
+            j = torch.arange(cols, device=self.device)[None, :]
+            self._tri[key] = ((i < j) if strict else (i <= j)).to(dtype)
+        return self._tri[key]
+
+    def _padded_cumsum(self, x: Tensor, block: int = 64) -> Tensor:
+        """Cumulative sums over the last axis with a leading 0: [..., L] -> [..., L+1].
+
+        Computed as small matrix products (blocks of ``block``, then the block offsets):
+        torch's cumsum over a short last axis was measured several times slower."""
+        length = x.shape[-1]
+        if length <= block:
+            return x @ self._triangle(length, length + 1, True, x.dtype)
+        nb = -(-length // block)
+        xp = torch.nn.functional.pad(x, (0, nb * block - length))
+        inc = xp.reshape(x.shape[:-1] + (nb, block)) @ self._triangle(block, block, False,
+                                                                      x.dtype)
+        offsets = inc[..., -1] @ self._triangle(nb, nb, True, x.dtype)
+        inc += offsets.unsqueeze(-1)
+        out = inc.reshape(x.shape[:-1] + (nb * block,))[..., :length]
+        return torch.nn.functional.pad(out, (1, 0))
 
     def workspace_bytes(self, element_size: int) -> int:
         """Temporary memory of the showdown sweep and chance operators (bytes)."""
@@ -180,11 +236,12 @@ class Numeral211PublicGame:
         return out.mul_(weight)
 
     def _compatible_sum(self, opp_reach: Tensor) -> Tensor:
-        """For every hand: the opponent reach summed over hands sharing no card with it."""
+        """For every hand: the opponent reach summed over hands sharing no card with it
+        (total - hands holding either of its cards + itself; the per-card sums and their
+        pairwise sums are two small matrix products)."""
         per_card = opp_reach @ self._incidence  # [..., N]
-        total = opp_reach.sum(-1, keepdim=True)
-        return (total - per_card.index_select(-1, self._hand_c1)
-                - per_card.index_select(-1, self._hand_c2) + opp_reach)
+        either = per_card @ self._incidence_t  # [..., H]: per_card[c1] + per_card[c2]
+        return either.neg_().add_(opp_reach.sum(-1, keepdim=True)).add_(opp_reach)
 
     def terminal_values(self, r: int, k: int, player: int, opp_reach: Tensor) -> Tensor:
         """Fold k of round r: +stake (opponent folded) or -stake, times the compatible
@@ -195,30 +252,27 @@ class Numeral211PublicGame:
         return self._compatible_sum(opp_reach).mul_(self.valid[r]).mul_(stake[:, None, None])
 
     def _win_minus_lose(self, opp: Tensor) -> Tensor:
-        """[X, B, H]: opponent reach of compatible weaker hands minus stronger ones."""
-        sd = self._sd
+        """[X, B, H]: opponent reach of compatible weaker hands minus stronger ones.
+
+        One sort-order gather and one cumulative sum per board (all hands), one gather and
+        cumulative sum per (board, card) over the 39 hands holding the card, then the nine
+        looked-up partial sums of every hand (:meth:`_build_showdown`)."""
+        sw = self._sweep
         x, b, h = opp.shape
         n = self.config.num_cards
-        order = sd["order"].expand(x, b, h)
-        sorted_reach = opp.gather(2, order)
-        cs = torch.nn.functional.pad(sorted_reach.cumsum(2), (1, 0))  # [X, B, H+1]
-        total = cs[:, :, -1:]
-        below = cs.gather(2, sd["lo"].expand(x, b, h))
-        above = total - cs.gather(2, sd["hi"].expand(x, b, h))
-        diff_sorted = below - above
-        diff = diff_sorted.gather(2, sd["inverse"].expand(x, b, h))
-        del sorted_reach, cs, below, above, diff_sorted
         m = n - 1
-        card_reach = opp.gather(2, sd["c_hands"].expand(x, b, n * m)).reshape(x, b, n, m)
-        ccs = torch.nn.functional.pad(card_reach.cumsum(3), (1, 0))  # [X, B, N, M+1]
-        ctotal = ccs[..., -1:]
-        cbelow = ccs.gather(3, sd["c_lo"].expand(x, b, n, m))
-        cabove = ctotal - ccs.gather(3, sd["c_hi"].expand(x, b, n, m))
-        cdiff = (cbelow - cabove).reshape(x, b, n * m)
-        del card_reach, ccs, cbelow, cabove
-        diff -= cdiff.gather(2, sd["p1"].expand(x, b, h))
-        diff -= cdiff.gather(2, sd["p2"].expand(x, b, h))
-        return diff
+        flat = opp.reshape(x, b * h)
+        sorted_reach = flat.index_select(1, sw["order"]).reshape(x, b, h)
+        cs = self._padded_cumsum(sorted_reach).reshape(x, -1)  # [X, B*(H+1)]
+        del sorted_reach
+        card_reach = flat.index_select(1, sw["card_hands"]).reshape(x, b * n, m)
+        ccs = self._padded_cumsum(card_reach).reshape(x, -1)  # [X, B*N*(M+1)]
+        del card_reach
+        buf = torch.cat([cs, ccs], dim=1)
+        del cs, ccs
+        plus = buf.index_select(1, sw["plus"]).reshape(x, 4, b * h).sum(1)
+        minus = buf.index_select(1, sw["minus"]).reshape(x, 5, b * h).sum(1)
+        return plus.sub_(minus).reshape(x, b, h)
 
     def final_values(self, player: int, opp_reach: Tensor) -> Tensor:
         """Showdowns [E, P, B, H]: stake x (compatible weaker - stronger opponent reach) x
