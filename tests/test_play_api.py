@@ -253,7 +253,9 @@ def test_upload_record_to_step_through(client):
     assert r.status_code == 200, r.text
     review = r.json()
     assert review["imported"] and review["game_over"] and review["human"] == "Alex"
-    assert review["score"] == view["score"]
+    assert review["score"] == view["score"] and review["seed"] == SEED
+    wrong_seed = client.post("/api/records", json={**rec, "seed": SEED + 1}).json()
+    assert wrong_seed["seed"] is None  # a seed that does not deal this deal is not shown
     gid = review["game_id"]
     assert client.post(f"/api/games/{gid}/play", json={"card": 0, "captured": []}
                        ).status_code == 400

@@ -42,6 +42,7 @@ from tensorcfr.games.pasur.rules import (
     illegal_reason,
     initial_state,
     legal_actions,
+    random_deal,
     score,
     validate_deal,
 )
@@ -415,6 +416,10 @@ class GameSession:
         ai_raw = obj.get("ai") if isinstance(obj, dict) else None
         session = cls(record.deal, human, "random", solutions=solutions, player=_UniformPlayer())
         session.ai_name = ai_raw if isinstance(ai_raw, str) and ai_raw in AI_NAMES else None
+        seed_raw = obj.get("seed") if isinstance(obj, dict) else None
+        if (isinstance(seed_raw, int) and not isinstance(seed_raw, bool) and seed_raw >= 0
+                and tuple(random_deal(seed_raw)) == tuple(record.deal)):  # a seed of this deal
+            session.seed = seed_raw
         session.imported = True
         session.human_known = human_raw is not None
         for action in record.plays:
