@@ -167,14 +167,14 @@ def embed_command(
 
 
 def solve_abstract(*, abstraction: Optional[str], embedding: Optional[str], top_k: int,
-                   averaging: str, requested: Any = None, algo: str, iterations: int, eval_every: int,
+                   averaging: str, requested: Any = None, max_memory: Optional[str] = None, algo: str, iterations: int, eval_every: int,
                    out: Optional[str], plot: Optional[str], curve_out: Optional[str],
                    dtype: Any, device: Any, threads: int, json_out: bool) -> dict[str, Any]:
     """Solve an abstraction (bucket map) or run Embedding CFR (Phi file) on its game and
     measure the average strategy in the full game; returns the JSON summary (printed by
     ``numeral211 solve``).  ``dtype``/``device``: resolved torch objects; ``requested``: the
     game variant the user named on the command line (None: the file's), which must be the
-    file's."""
+    file's; ``max_memory``: the memory limit (``--max-memory``; None: what is free now)."""
     import time
 
     import numpy as np
@@ -225,6 +225,18 @@ def solve_abstract(*, abstraction: Optional[str], embedding: Optional[str], top_
         embeddings += [Embedding.from_matrix(emb_file.phi[r], top_k=top_k) for r in (1, 2)]
         method, source = "embedding", embedding
         advisors = [counts[0]] + [e.num_advisors for e in embeddings[1:]]
+    from tensorcfr.core.public_tree import estimate_solver_bytes
+    from tensorcfr.errors import MemoryLimitError
+    from tensorcfr.utils.resources import format_bytes, parse_memory
+
+    # three cell-sized arrays per round (instantaneous regrets, weighted strategies, the cell
+    # strategy), as the full solver's regrets / average / strategy, plus the class arrays
+    need = int(estimate_solver_bytes(game, dtype) * 1.15)
+    limit = parse_memory(max_memory)
+    if need > limit:
+        raise MemoryLimitError(f"abstract solving of {config.describe()} needs about "
+                               f"{format_bytes(need)} but {format_bytes(limit)} are allowed; "
+                               "free memory, raise --max-memory or use a smaller variant")
     solver = abstract_solver(game, embeddings, algo=name, averaging=averaging)
     started = time.perf_counter()
     every = eval_every if eval_every else iterations
@@ -268,7 +280,8 @@ def solve_abstract(*, abstraction: Optional[str], embedding: Optional[str], top_
                      "game; mb/g = thousandths of the ante per game",
             "curve": curve, "seconds": seconds,
             "ms_per_iteration": 1000 * final["seconds"] / max(1, solver.iteration),
-            "threads": threads, "device": str(device), "strategy_file": out}
+            "memory_estimate_bytes": need, "threads": threads, "device": str(device),
+            "strategy_file": out}
 
 
 def register(app: typer.Typer) -> None:

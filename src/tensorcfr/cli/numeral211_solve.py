@@ -233,7 +233,7 @@ def solve_command(
                          else None)
             summary = solve_abstract(
                 abstraction=abstraction, embedding=embedding, top_k=phi_top,
-                requested=requested,
+                requested=requested, max_memory=max_memory,
                 averaging=averaging, algo=algo, iterations=iterations, eval_every=eval_every,
                 out=out, plot=plot, curve_out=curve_out, dtype=_dtype(dtype),
                 device=resolve_device(device, "--device"), threads=set_threads(threads),
