@@ -42,6 +42,22 @@ def _run(deck_file: str, first: int, last: int, out: Path, workers: int, threads
     return summary
 
 
+def _ok_rows(folder: Path) -> int:
+    """Decks of a batch folder's journal that finished ``ok``."""
+    journal = folder / "decks.jsonl"
+    if not journal.is_file():
+        return 0
+    ok = set()
+    for line in journal.read_text().splitlines():
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        if row.get("status") == "ok":
+            ok.add(row["deck"])
+    return len(ok)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--deck-file", required=True)
@@ -90,11 +106,19 @@ def main(argv: list[str] | None = None) -> int:
         sessions = folder / "bench_sessions.jsonl"
         if not args.render_only:
             load = os.getloadavg()[0]
-            s = _run(args.deck_file, first, last, folder, args.workers, args.threads)
-            entry = {"date": machine_info()["date"], "workers": args.workers,
-                     "computed": s["computed"], "skipped": s["skipped"], "failed": s["failed"],
-                     "wall_seconds": s["wall_seconds"], "load_start": load,
-                     "load_end": os.getloadavg()[0]}
+            before = _ok_rows(folder)
+            t0 = time.perf_counter()
+            try:
+                s = _run(args.deck_file, first, last, folder, args.workers, args.threads)
+                entry = {"computed": s["computed"], "skipped": s["skipped"],
+                         "failed": s["failed"], "wall_seconds": s["wall_seconds"],
+                         "interrupted": False}
+            except KeyboardInterrupt:  # stopped (SIGINT): record what the session did
+                after = _ok_rows(folder)
+                entry = {"computed": after - before, "skipped": before, "failed": 0,
+                         "wall_seconds": time.perf_counter() - t0, "interrupted": True}
+            entry.update(date=machine_info()["date"], workers=args.workers, load_start=load,
+                         load_end=os.getloadavg()[0])
             with sessions.open("a", encoding="utf-8") as fh:
                 fh.write(json.dumps(entry) + "\n")
             print(json.dumps(entry), flush=True)
@@ -147,7 +171,10 @@ def render(r: dict[str, Any]) -> str:
                          f"{e['skipped']:,} | {e['failed']} | {e['wall_seconds']:.0f} | "
                          f"{e['load_start']:.2f} / {e['load_end']:.2f} |")
         done = f["computed"]
-        lines += ["", f"{done:,} decks computed in {f['wall_seconds']:.0f} s of wall time in all "
+        lines += ["", "(an interrupted session was stopped on purpose; the batch resumes where it "
+                  "stopped when the command is repeated)" if any(e.get("interrupted") for e in
+                                                                  f["sessions"]) else "",
+                  f"{done:,} decks computed in {f['wall_seconds']:.0f} s of wall time in all "
                       f"({rate:.2f} decks/s); at that rate all {f['decks']:,} decks take "
                       f"{f['decks'] / rate / 60:.0f} min (target: under 60 min).", ""]
     return "\n".join(lines)
