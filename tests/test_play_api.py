@@ -71,9 +71,14 @@ def test_page_openapi_and_static_files(client):
     api = client.get("/openapi.json")
     assert api.status_code == 200
     paths = api.json()["paths"]
+    assert '"422"' not in api.text  # malformed requests are answered 400, and described so
+    assert "400" in paths["/api/games/{game_id}/play"]["post"]["responses"]
     for path in ("/api/games", "/api/games/{game_id}/play", "/api/games/{game_id}/hints",
                  "/api/games/{game_id}/analysis", "/api/records"):
         assert path in paths
+    docs = client.get("/docs")  # the API page, built from the OpenAPI description
+    assert docs.status_code == 200 and "/api/games/{game_id}/play" in docs.text
+    assert "<script" not in docs.text and not re.search(r"https?://", docs.text)
     for name in ("app.js", "style.css"):
         assert client.get(f"/static/{name}").status_code == 200
     assert client.get("/static/../server.py").status_code == 404

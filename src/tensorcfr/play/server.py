@@ -171,6 +171,51 @@ def _run_deal(folder: str) -> list[int] | None:
     return [int(c) for c in deal] if isinstance(deal, list) and len(deal) == 52 else None
 
 
+def openapi_html(spec: dict[str, Any]) -> str:
+    """A self-contained HTML page listing the API of an OpenAPI description: every path and
+    method with its summary, parameters, request body schema and responses."""
+    from html import escape
+
+    def schema_name(schema: dict[str, Any]) -> str:
+        if "$ref" in schema:
+            return schema["$ref"].rsplit("/", 1)[-1]
+        if "anyOf" in schema:
+            return " | ".join(schema_name(s) for s in schema["anyOf"])
+        return str(schema.get("type", "object"))
+
+    info = spec.get("info", {})
+    rows = []
+    for path, methods in spec.get("paths", {}).items():
+        for method, op in methods.items():
+            params = ", ".join(
+                f"{p['name']} ({p.get('in')}, {schema_name(p.get('schema', {}))})"
+                for p in op.get("parameters", []))
+            body = op.get("requestBody", {}).get("content", {}).get("application/json", {})
+            body_text = schema_name(body.get("schema", {})) if body else ""
+            codes = ", ".join(op.get("responses", {}))
+            rows.append(f"<tr><td><code>{escape(method.upper())}</code></td>"
+                        f"<td><code>{escape(path)}</code></td><td>{escape(op.get('summary', ''))}"
+                        f"</td><td>{escape(params)}</td><td>{escape(body_text)}</td>"
+                        f"<td>{escape(codes)}</td></tr>")
+    schemas = []
+    for name, schema in spec.get("components", {}).get("schemas", {}).items():
+        fields = "; ".join(f"{k}: {schema_name(v)}" for k, v in schema.get("properties", {}).items())
+        schemas.append(f"<tr><td><code>{escape(name)}</code></td><td>{escape(fields)}</td></tr>")
+    return ("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>{escape(info.get('title', 'API'))} API</title>"
+            "<link rel=\"stylesheet\" href=\"/static/style.css\"></head>"
+            "<body class=\"api-docs\"><main class=\"panel\">"
+            f"<h1>{escape(info.get('title', 'API'))} {escape(str(info.get('version', '')))}</h1>"
+            f"<p>{escape(info.get('description', ''))}</p>"
+            "<p>The machine-readable description: <a href=\"/openapi.json\">/openapi.json</a>. "
+            "Errors are JSON <code>{\"detail\": \"...\"}</code>.</p>"
+            "<table class=\"analysis-table\"><thead><tr><th>method</th><th>path</th><th>what</th>"
+            "<th>parameters</th><th>JSON body</th><th>responses</th></tr></thead><tbody>"
+            + "".join(rows) + "</tbody></table><h2>Schemas</h2>"
+            "<table class=\"analysis-table\"><tbody>" + "".join(schemas)
+            + "</tbody></table><p><a href=\"/\">back to the game</a></p></main></body></html>")
+
+
 def create_app(*, table: str | None = None, model: str | None = None, max_games: int = 256,
                ttl_seconds: float = 2 * 3600, cache_size: int = 8, device: str = "cpu",
                clock: Callable[[], float] = time.monotonic,
@@ -222,7 +267,8 @@ def create_app(*, table: str | None = None, model: str | None = None, max_games:
     app = FastAPI(
         title="tensorcfr Pasur",
         # FastAPI's /docs and /redoc pages load their scripts from a CDN: off (nothing is
-        # fetched from the internet); the API description is GET /openapi.json.
+        # fetched from the internet); the API description is GET /openapi.json, and /docs
+        # is a plain page built from it here.
         docs_url=None,
         redoc_url=None,
         version=__version__,
@@ -323,6 +369,39 @@ def create_app(*, table: str | None = None, model: str | None = None, max_games:
     @app.get("/", include_in_schema=False)
     def page() -> Response:
         return static_response("index.html")
+
+    def described_api() -> dict[str, Any]:
+        """FastAPI's OpenAPI description, with the 400 this server answers for a malformed
+        request in place of FastAPI's default 422 (see ``validation_error``)."""
+        if app.openapi_schema:
+            return app.openapi_schema
+        from fastapi.openapi.utils import get_openapi
+
+        spec = get_openapi(title=app.title, version=app.version, description=app.description,
+                           routes=app.routes)
+        for methods in spec.get("paths", {}).values():
+            for op in methods.values():
+                responses = op.get("responses", {})
+                if responses.pop("422", None) is not None:
+                    responses.setdefault("400", {
+                        "description": "Invalid request (one line naming the field)",
+                        "content": {"application/json": {
+                            "schema": {"$ref": "#/components/schemas/Message"}}}})
+        schemas = spec.get("components", {}).get("schemas", {})
+        for unused in ("HTTPValidationError", "ValidationError"):
+            schemas.pop(unused, None)
+        app.openapi_schema = spec
+        return spec
+
+    app.openapi = described_api  # type: ignore[method-assign]
+    api_page: list[bytes] = []
+
+    @app.get("/docs", include_in_schema=False)
+    def api_docs() -> Response:
+        """The API as a plain page built from the OpenAPI description (no CDN, no script)."""
+        if not api_page:
+            api_page.append(openapi_html(app.openapi()).encode())
+        return Response(api_page[0], media_type="text/html; charset=utf-8")
 
     @app.get("/static/{name}", include_in_schema=False)
     def static_file(name: str) -> Response:
