@@ -44,6 +44,13 @@ def _fmt_s(value: float | None) -> str:
     return f"{value:.3f}" if value < 10 else f"{value:.1f}"
 
 
+def _bytes_per_node(above_baseline_mb: float | None, nodes: int | None) -> str:
+    """Peak memory above the baseline per game-tree node, in bytes ("—" if unknown)."""
+    if above_baseline_mb is None or not nodes:
+        return "—"
+    return f"{above_baseline_mb * 2**20 / nodes:,.0f}"
+
+
 def _fmt_mb(value: float | None) -> str:
     return "—" if value is None else f"{value:,.1f}"
 
@@ -185,8 +192,8 @@ def render_markdown(results: dict[str, Any], notes: str | None = None,
     add("## Details per game and solver")
     add("")
     add("| game | solver | set-up s | 1st iter s | ms/iter | CPU ms/iter | speed-up of ours "
-        "| CPU speed-up | peak RSS MiB | above baseline MiB | status |")
-    add("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+        "| CPU speed-up | peak RSS MiB | above baseline MiB | B/node above baseline | status |")
+    add("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for g in games:
         for r in g["results"]:
             add(f"| {g['key']} | {SOLVER_SHORT_NAMES.get(r['solver'], r['solver'])} | "
@@ -194,13 +201,16 @@ def render_markdown(results: dict[str, Any], notes: str | None = None,
                 f"{_fmt_ms(r.get('ms_per_iter'))} | {_fmt_ms(r.get('cpu_ms_per_iter'))} | "
                 f"{_fmt_x(r.get('speedup_of_ours'))} | {_fmt_x(r.get('cpu_speedup_of_ours'))} | "
                 f"{_fmt_mb(r.get('peak_rss_mb'))} | "
-                f"{_fmt_mb(r.get('peak_above_baseline_mb'))} | {_short_status(r)} |")
+                f"{_fmt_mb(r.get('peak_above_baseline_mb'))} | "
+                f"{_bytes_per_node(r.get('peak_above_baseline_mb'), g.get('nodes'))} | "
+                f"{_short_status(r)} |")
     add("")
     add("*Set-up*: ours = walk of the OpenSpiel tree + tensor build (`TensorCFRSolver(game)`); "
         "OpenSpiel C++/Python = `CFRSolver(game)`; JaxCFR = `JaxCFR(game)`, whose first "
         "iteration also compiles the XLA program (*1st iter*). *Peak RSS* is the worker's "
         "`VmHWM`; *above baseline* subtracts its RSS after importing its libraries and loading "
-        "the game (torch alone is ~200+ MiB, pyspiel ~30 MiB). *CPU ms/iter* is process CPU "
+        "the game (torch alone is ~200+ MiB, pyspiel ~30 MiB); *B/node* divides that by the "
+        "game's number of nodes. *CPU ms/iter* is process CPU "
         "time; CPU < wall means the worker waited for a core (machine load).")
     add("")
 
