@@ -441,3 +441,27 @@ def test_session_undo_and_errors(solutions):
     assert session.undo() == 2 and session.state.play_index == 1
     with pytest.raises(IllegalMoveError, match="not finished"):
         session.record()
+
+
+# --------------------------------------------------------------------------- the serve command
+
+def test_serve_refuses_bad_options_in_one_line():
+    import socket
+
+    from typer.testing import CliRunner
+
+    from tensorcfr.cli.main import app
+
+    runner = CliRunner()
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        r = runner.invoke(app, ["pasur", "serve", "--port", str(port)])
+        assert r.exit_code == 2 and "cannot listen on 127.0.0.1" in r.output
+        assert "Traceback" not in r.output
+    for args, message in ((["--port", "0"], "--port must be 1..65535"),
+                          (["--table", "/no/such/folder"], "no such folder"),
+                          (["--max-games", "0"], "--max-games must be at least 1")):
+        r = runner.invoke(app, ["pasur", "serve", *args])
+        assert r.exit_code == 2 and message in r.output, r.output

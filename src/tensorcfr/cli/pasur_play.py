@@ -80,6 +80,7 @@ def serve_command(
             raise TensorCFRError(f"--ttl-minutes must be positive, got {ttl_minutes}")
         table_dir = _check_folder("--table", table)
         model_dir = _check_folder("--model", model)
+        _check_can_listen(host, port)
         n_threads = set_threads(threads)
         import uvicorn
 
@@ -102,10 +103,33 @@ def serve_command(
     server = uvicorn.Server(config)
     try:
         server.run()
-    except OSError as exc:  # pragma: no cover - e.g. the port is taken
-        fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
+    except (OSError, SystemExit) as exc:  # uvicorn exits when it cannot bind after all
+        if server.started:
+            raise
+        detail = exc.strerror if isinstance(exc, OSError) else None
+        fail(f"cannot listen on {host}:{port}: {detail or 'see the message above'}")
     if not server.started:
         fail(f"cannot listen on {host}:{port} (is the port already in use?)")
+
+
+def _check_can_listen(host: str, port: int) -> None:
+    """A one-line error now (not a uvicorn traceback later) if ``host:port`` cannot be bound."""
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise TensorCFRError(f"--host {host}: not an address of this machine ({exc})") from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            hint = (f" (the port is in use: try --port {port + 1 if port < 65535 else 8000})"
+                    if exc.errno == 98 else "")
+            raise TensorCFRError(f"cannot listen on {host}:{port}: "
+                                 f"{exc.strerror or exc}{hint}") from None
 
 
 def play_command(
