@@ -478,7 +478,9 @@ def run_batch(source: str, first: int, last: int, out: str | os.PathLike[str],
                 while queue and len(pending) < window:
                     i, deal = queue.pop(0)
                     pending[remote.remote(i, list(deal), opts, out_text)] = i
-                ready, _ = ray.wait(list(pending), num_returns=1)
+                # a timeout keeps the driver responsive to Ctrl-C (a blocking wait in Ray's
+                # C++ core would hold the signal until a deck finishes)
+                ready, _ = ray.wait(list(pending), num_returns=1, timeout=0.5)
                 for ref in ready:
                     i = pending.pop(ref)
                     try:
