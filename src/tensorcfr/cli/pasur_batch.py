@@ -96,8 +96,9 @@ def analyze_command(
                                            "(self-play of its models) to overlay and compare."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object instead of text."),
 ) -> None:
-    """Figure 14 (fair values over decks, three panels) and Table 16 (fair value by Alex's
-    Jacks and clubs, with decision trees), also in exact game value."""
+    """Figure 14 and Table 16 (fair value by Alex's Jacks and clubs) from batch folders.
+
+    Table 16 is also given in exact game value (points)."""
     from tensorcfr.games.pasur.analysis import analyze_batches
 
     try:

@@ -148,8 +148,7 @@ def selfplay_command(
                                           "(default 1)."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object instead of text."),
 ) -> None:
-    """Self-play N games of one deal between two players; score difference, win rates,
-    fair value."""
+    """Self-play N games of one deal: score difference, win rates, fair value."""
     from tensorcfr.cli.pasur_solve import choose_deal
     from tensorcfr.utils.resources import set_threads
 
@@ -188,8 +187,9 @@ def train_command(
                                           "(default 1)."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object instead of text."),
 ) -> None:
-    """Train an XGBoost policy model (100 * sigma from the 58-column infoset row) on strategy
-    tables; held-out RMSE."""
+    """Train an XGBoost policy model on strategy tables; held-out RMSE.
+
+    The model predicts 100 * sigma of a play from the 58-column infoset row."""
     from tensorcfr.utils.resources import set_threads
 
     try:
@@ -275,8 +275,9 @@ def evaluate_command(
                                           "(default 1)."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object instead of text."),
 ) -> None:
-    """Exact exploitability of policy models on a deal (on its full game tree) and the points
-    they lose per game against the exact player."""
+    """Exact exploitability of policy models on a deal and their loss against exact play.
+
+    Computed on the deal's full game tree (points per game)."""
     from tensorcfr.cli.pasur_solve import choose_deal
     from tensorcfr.utils.resources import set_threads
 
