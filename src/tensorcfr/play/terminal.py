@@ -188,7 +188,8 @@ class TerminalGame:
             try:
                 raw = self.read(Text(f"your play [1-{len(actions)}, hint, undo, quit]: ",
                                      style="bold"))
-            except EOFError:
+            except (EOFError, KeyboardInterrupt):  # Ctrl+D / Ctrl+C at the prompt: quit
+                c.print()
                 return "quit"
             text = raw.strip().lower()
             if text in ("q", "quit", "exit"):
