@@ -456,6 +456,9 @@ def run_batch(source: str, first: int, last: int, out: str | os.PathLike[str],
     elif todo:
         import ray
 
+        # Ray starts its workers at niceness +15 by default (``worker_niceness``): on a
+        # machine shared with other work they then get almost no CPU. Keep the driver's.
+        os.environ.setdefault("RAY_worker_niceness", "0")
         with _quiet_ray():
             try:
                 if address is not None:
