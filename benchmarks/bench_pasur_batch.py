@@ -177,6 +177,8 @@ def render(r: dict[str, Any]) -> str:
                   f"{done:,} decks computed in {f['wall_seconds']:.0f} s of wall time in all "
                       f"({rate:.2f} decks/s); at that rate all {f['decks']:,} decks take "
                       f"{f['decks'] / rate / 60:.0f} min (target: under 60 min).", ""]
+    if r.get("notes"):
+        lines += ["## Notes", ""] + [f"- {note}" for note in r["notes"]] + [""]
     return "\n".join(lines)
 
 
