@@ -132,6 +132,10 @@ def write_report(path: Path, result: dict[str, Any]) -> None:
              f"Load average at start: {result['load_before']}.", "",
              "Regenerate: `nice -n 5 .venv/bin/python benchmarks/bench_numeral211.py "
              + " ".join(result["argv"]) + "`", ""]
+    for part, info in result.get("merged", {}).items():
+        lines += [f"The {part} part comes from the run `bench_numeral211.py "
+                  f"{' '.join(info['argv'])}` (load average at its start: "
+                  f"{info['load_before']}).", ""]
     full = result.get("full")
     if full:
         lines += ["## Full game, CFR+ (alternating updates), no abstraction", "",
@@ -208,6 +212,8 @@ def main() -> None:
     parser.add_argument("--out", default=str(ROOT / "docs/benchmarks/numeral211.md"))
     parser.add_argument("--skip-full", action="store_true")
     parser.add_argument("--skip-tiny", action="store_true")
+    parser.add_argument("--merge", action="append", default=[],
+                        help="JSON of an earlier run whose full/tiny part fills a skipped one")
     args = parser.parse_args()
     from tensorcfr.utils.machine import machine_line
     from tensorcfr.utils.resources import set_threads
@@ -221,6 +227,13 @@ def main() -> None:
     if not args.skip_full:
         eval_at = [int(x) for x in args.eval_at.split(",") if x]
         result["full"] = bench_full(args.iterations, eval_at, args.dtype, args.device)
+    for earlier in args.merge:
+        previous = json.loads(Path(earlier).read_text(encoding="utf-8"))
+        for part in ("tiny", "full"):
+            if part not in result and part in previous:
+                result[part] = previous[part]
+                result.setdefault("merged", {})[part] = {
+                    k: previous.get(k) for k in ("machine", "threads", "load_before", "argv")}
     out = Path(args.out)
     if result.get("full", {}).get("curve"):
         plot_curve(out.parent / "numeral211_curve.png", result["full"]["curve"])

@@ -168,6 +168,11 @@ def test_abstract_policy_of_classes_equals_full_policy() -> None:
     a = n211.exploitability(game, policy)
     b = n211.exploitability(game, n211.AbstractPolicy(maps, per_class))
     assert a.exploitability == pytest.approx(b.exploitability, abs=1e-6)
+    sym = n211.symmetrize_policy(game, policy)
+    assert n211.exploitability(game, sym, symmetrize=False).exploitability == a.exploitability
+    # symmetrizing is idempotent and keeps every representative's strategy
+    again = n211.symmetrize_policy(game, sym)
+    assert all(torch.equal(x, y) for x, y in zip(sym, again))
     # one bucket per round: a strategy that ignores the cards
     one = [np.zeros(game.iso.class_table(r)[1], dtype=np.int64) for r in range(3)]
     strat = [np.ones((t.num_slots, p, 1)) for t, p in zip(game.rounds, game.prefixes)]

@@ -21,9 +21,14 @@ shape ``[S_r, P_r, B_r, H]``:
 Values are the probabilities of each slot's action for each (prefix, board, hand); they are
 read only at the acting player's nodes and for hands that share no card with the board.
 A concrete deal is evaluated through its canonical board (hand mapped by the suit
-permutation), so the policy must be *suit-symmetric* (the same on isomorphic infosets):
-policies produced by the solver and by :func:`expand_abstract_policy` with bucket maps that
-are constant on suit-isomorphic classes are.
+permutation), so the evaluation is exact for *suit-symmetric* policies (the same on
+isomorphic infosets): those of :func:`expand_abstract_policy` with bucket maps that are
+constant on suit-isomorphic classes, and those read from policy files.  The solver's own
+iterates are symmetric only up to rounding (a regret that is 0 in exact arithmetic can come
+out +-1e-17 and tip isomorphic hands to different actions), so :func:`exploitability` first
+reads a full-game policy at one representative (board, hand) of each isomorphic class
+(:func:`symmetrize_policy`, the policy a strategy file stores) and its result is exact for
+that policy.
 
 Abstract policies (how the abstraction issue measures an abstraction)
 ---------------------------------------------------------------------
@@ -79,7 +84,7 @@ __all__ = [
     "expand_abstract_policy", "class_policy", "uniform_policy", "random_symmetric_policy",
     "exploitability", "to_mbg", "make_solver", "save_policy", "load_policy",
     "save_checkpoint", "load_checkpoint", "SolveProgress", "run_solver",
-    "POLICY_FORMAT", "CHECKPOINT_FORMAT", "policy_to_classes", "estimate_bytes",
+    "POLICY_FORMAT", "CHECKPOINT_FORMAT", "policy_to_classes", "estimate_bytes", "symmetrize_policy",
     "read_checkpoint_meta",
 ]
 
@@ -229,6 +234,35 @@ def policy_to_classes(game: Numeral211PublicGame, policy: Policy) -> list[np.nda
     return out
 
 
+def _representatives(game: Numeral211PublicGame, r: int) -> Tensor:
+    """[B_r * H] flat (board, hand) index of the first member of each entry's isomorphic
+    class (the entry itself for hands clashing with the board)."""
+    cache = game.__dict__.setdefault("_n211_representatives", {})
+    if r not in cache:
+        table, num_classes = _class_index(game, r)
+        flat = table.reshape(-1)
+        ok = np.flatnonzero(flat >= 0)
+        first = np.full(num_classes, -1, dtype=np.int64)
+        first[flat[ok][::-1]] = ok[::-1]
+        rep = np.arange(flat.size)
+        rep[ok] = first[flat[ok]]
+        cache[r] = torch.as_tensor(rep, device=game.device)
+    return cache[r]
+
+
+def symmetrize_policy(game: Numeral211PublicGame, policy: Policy) -> Policy:
+    """The suit-symmetric policy that plays, at every infoset, what ``policy`` plays at the
+    first (canonical board, hand) of its isomorphic class (the policy a strategy file
+    stores).  The solver's iterates are symmetric up to rounding: where a regret is 0 in
+    exact arithmetic, rounding noise can give isomorphic hands different strategies."""
+    out = []
+    for r, pol in enumerate(policy):
+        s, p = pol.shape[:2]
+        out.append(pol.reshape(s, p, -1).index_select(2, _representatives(game, r))
+                   .reshape(pol.shape))
+    return out
+
+
 def random_symmetric_policy(game: Numeral211PublicGame, seed: int = 0) -> Policy:
     """A random suit-symmetric policy (one random distribution per class and prefix)."""
     rng = np.random.default_rng(seed)
@@ -245,12 +279,17 @@ def to_mbg(chips: float, config: GameConfig) -> float:
     return chips * 1000.0 / config.ante
 
 
-def exploitability(game: Numeral211PublicGame,
-                   policy: Union[Policy, AbstractPolicy]) -> PublicExploitability:
+def exploitability(game: Numeral211PublicGame, policy: Union[Policy, AbstractPolicy], *,
+                   symmetrize: bool = True) -> PublicExploitability:
     """Exact best-response values and exploitability (chips per game) of ``policy``: a
-    full-game policy (list of [S_r, P_r, B_r, H]) or an :class:`AbstractPolicy`."""
+    full-game policy (list of [S_r, P_r, B_r, H]) or an :class:`AbstractPolicy`.
+
+    A full-game policy is first made suit-symmetric with :func:`symmetrize_policy` (it is
+    evaluated as the policy its strategy file stores); ``symmetrize=False`` skips that for a
+    policy known to be symmetric."""
     if isinstance(policy, AbstractPolicy):
         policy = expand_abstract_policy(game, policy)
+        symmetrize = False  # class-constant by construction
     shapes = _policy_shapes(game)
     if len(policy) != len(shapes):
         raise BucketMapError(f"a policy needs {len(shapes)} rounds, got {len(policy)}")
@@ -261,6 +300,8 @@ def exploitability(game: Numeral211PublicGame,
             raise BucketMapError(f"policy of round {r} has shape {tuple(pol.shape)}, "
                                  f"expected {shape}")
         checked.append(pol.to(device=game.device, dtype=game.dtype))
+    if symmetrize:
+        checked = symmetrize_policy(game, checked)
     return public_exploitability(game, checked)
 
 
