@@ -297,8 +297,10 @@ def test_solver_keeps_no_second_copy_of_the_utilities() -> None:
     from tensorcfr.games.openspiel.flatten import flatten_game
 
     tree = flatten_game("leduc_poker")
+    before = [level.utility.clone() for level in tree.levels]
     solver = TensorCFRSolver(tree)
     assert solver.dtype == torch.float64 and solver.dtype_auto
-    assert not hasattr(solver._flat, "utility_by_player")
-    for (_, _, utility), level in zip(solver._utility_levels, tree.levels):
-        assert utility.data_ptr() == level.utility.data_ptr()
+    storage = solver._utility_by_player.untyped_storage().data_ptr()
+    for level, old in zip(tree.levels, before):  # the tree's levels now view the rows
+        assert level.utility.untyped_storage().data_ptr() == storage
+        assert torch.equal(level.utility, old)

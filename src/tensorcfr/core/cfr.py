@@ -463,6 +463,7 @@ class TensorCFRSolver:
         started = time.perf_counter()
         self.tree = tree
         self._flat = _FlatTree(tree, self.device, self.dtype)
+        self._build_utilities()
         self.setup_seconds = tree.setup_seconds + (time.perf_counter() - started)
         self.iteration = 0
         flat = self._flat
@@ -602,31 +603,43 @@ class TensorCFRSolver:
                                 for p in range(n_players)]
         self._forward_chance = forward_views(n_players, self._reach[n_players],
                                              flat.chance_factor, 1)
-        # Terminal utilities: the tree's own per-level [n_d, P] arrays when they already
-        # live on the solver's device (no second copy; ``copy_`` converts the dtype), else
-        # one copy per level on the device.
-        self._utility_levels: list[tuple[int, int, Tensor]] = []
-        for d, level in enumerate(self.tree.levels):
-            s, e = self._levels[d]
-            utility = level.utility
-            if utility.device != self.device:
-                utility = utility.to(device=self.device, dtype=self.dtype)
-            self._utility_levels.append((s, e, utility))
+
+    def _build_utilities(self) -> None:
+        """Terminal utilities as one contiguous row per player [P, N] (built before the
+        other buffers, so the moment both copies exist is not the set-up's peak)."""
+        flat = self._flat
+        n_players = flat.num_players
+        kw = {"dtype": self.dtype, "device": self.device}
+        # Terminal utilities, one contiguous row per player [P, N] (each iteration starts
+        # with one contiguous copy of a row: a strided copy out of the tree's [N_d, P]
+        # levels measured ~8% slower per iteration on liars_dice).  When the tree's
+        # levels already have the solver's device and dtype, they are rebound to views
+        # of these rows ([N_d, P], same values), so one copy of the utilities exists.
+        tree = self.tree
+        utility = torch.zeros((n_players, flat.num_nodes), **kw)
+        share = all(level.utility.device == self.device and level.utility.dtype == self.dtype
+                    for level in tree.levels)
+        for d, level in enumerate(tree.levels):
+            s, e = (flat.level_start[d], flat.level_start[d + 1])
+            utility[:, s:e].copy_(level.utility.t())
+            if share:
+                level.utility = utility[:, s:e].t()
+        self._utility_by_player = utility
+        self._utility_rows = [utility[p] for p in range(n_players)]
+        if share:
+            release_free_memory()  # the tree's former per-level utility arrays
 
     def _load_utilities(self, values: Tensor, player: int | None) -> None:
         """Fill ``values`` [N] with ``player``'s utilities (``player`` None: ``values`` is
         [P, N], every player), zeros at non-terminal nodes (as the tree stores them)."""
-        for s, e, utility in self._utility_levels:
-            if player is None:
-                values[:, s:e].copy_(utility.t())
-            else:
-                values[s:e].copy_(utility[:, player])
+        if player is None:
+            values.copy_(self._utility_by_player)
+        else:
+            values.copy_(self._utility_rows[player])
 
     def _utility_row(self, player: int) -> Tensor:
-        """``player``'s utilities [N] as one tensor (for the numpy fast path, small trees)."""
-        row = torch.zeros(self._flat.num_nodes, dtype=self.dtype, device=self.device)
-        self._load_utilities(row, player)
-        return row
+        """``player``'s utilities [N] (read by the numpy fast path, small trees)."""
+        return self._utility_rows[player]
 
     @classmethod
     def checkpoint_class(cls) -> "type[TensorCFRSolver]":
