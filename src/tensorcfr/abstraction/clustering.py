@@ -4,7 +4,8 @@
   scikit-learn, clusters numbered by increasing centre;
 * :func:`equal_width_bins`: the scalar range cut into equal-width bins;
 * :func:`kmeans_l1`: weighted k-means with k-means++ seeding under a per-dimension weighted
-  L1 distance (scikit-learn's ``KMeans`` is Euclidean only, so this one runs on torch) ``d(x, y) = sum_i w_i |x_i - y_i|`` and mean centres.  Earth mover's distances
+  L1 distance ``d(x, y) = sum_i w_i |x_i - y_i|`` and mean centres (scikit-learn's
+  ``KMeans`` is Euclidean only, so this one runs on torch).  Earth mover's distances
   with a 1-D ground metric are of this form once histograms are replaced by their cumulative
   sums (:func:`emd_features`): the exact EMD between two histograms over atoms at positions
   ``p_0 <= ... <= p_{K-1}`` is ``sum_i (p_{i+1} - p_i) |F_i - G_i|`` (``F``, ``G`` the

@@ -167,14 +167,16 @@ def embed_command(
 
 
 def solve_abstract(*, abstraction: Optional[str], embedding: Optional[str], top_k: int,
-                   averaging: str, requested: Any = None, max_memory: Optional[str] = None, algo: str, iterations: int, eval_every: int,
+                   averaging: str, requested: Any = None, max_memory: Optional[str] = None,
+                   algo: str, iterations: int, eval_every: int,
                    out: Optional[str], plot: Optional[str], curve_out: Optional[str],
                    dtype: Any, device: Any, threads: int, json_out: bool) -> dict[str, Any]:
     """Solve an abstraction (bucket map) or run Embedding CFR (Phi file) on its game and
     measure the average strategy in the full game; returns the JSON summary (printed by
     ``numeral211 solve``).  ``dtype``/``device``: resolved torch objects; ``requested``: the
-    game variant the user named on the command line (None: the file's), which must be the
-    file's; ``max_memory``: the memory limit (``--max-memory``; None: what is free now)."""
+    game variant the user named on the command line (None: the file's), which must share the
+    file's deck (ranks, suits; the betting may differ); ``max_memory``: the memory limit
+    (``--max-memory``; None: what is free now)."""
     import time
 
     import numpy as np
@@ -197,11 +199,10 @@ def solve_abstract(*, abstraction: Optional[str], embedding: Optional[str], top_
         raise TensorCFRError("--iterations must be >= 1 and --eval-every >= 0")
     if abstraction is not None:
         bmap = load_bucket_map(abstraction)
-        if requested is not None:
-            from tensorcfr.games.numeral211.abstractions import check_bucket_map
-
-            check_bucket_map(requested, bmap)
-        config = GameConfig.from_dict(bmap.variant)
+        if bmap.game != "numeral211":
+            raise TensorCFRError(f"{abstraction!r} is a bucket map of {bmap.game}, not of "
+                                 "numeral211")
+        config = requested if requested is not None else GameConfig.from_dict(bmap.variant)
         game = n211.build_game(config, dtype=dtype, device=device)
         embeddings = bucket_embeddings(game, bmap)
         method, source = bmap.method, abstraction
@@ -211,12 +212,17 @@ def solve_abstract(*, abstraction: Optional[str], embedding: Optional[str], top_
 
         emb_file = load_embedding(embedding)  # type: ignore[arg-type]
         config = emb_file.config
-        if requested is not None and requested != config:
-            from tensorcfr.abstraction.bucket_map import BucketMapMismatchError
+        if requested is not None:
+            from tensorcfr.games.numeral211.abstractions import same_deck
 
-            raise BucketMapMismatchError(
-                f"the embedding was trained for {config.describe()}, not for "
-                f"{requested.describe()}; train one with `numeral211 embed` for this variant")
+            if not same_deck(config, requested):
+                from tensorcfr.abstraction.bucket_map import BucketMapMismatchError
+
+                raise BucketMapMismatchError(
+                    f"the embedding was trained for ranks {config.ranks!r} x {config.suits} "
+                    f"suits, not for ranks {requested.ranks!r} x {requested.suits} suits; "
+                    "train one with `numeral211 embed` for this deck")
+            config = requested
         game = n211.build_game(config, dtype=dtype, device=device)
         counts = isomorphism(config).isomorphic_classes()
         if top_k < 1:

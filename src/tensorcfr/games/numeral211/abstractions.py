@@ -50,7 +50,7 @@ from tensorcfr.games.numeral211.outcomes import turn_outcomes
 __all__ = [
     "METHODS", "KRWEMD_WEIGHTS", "board_multiplicity", "class_sizes", "class_representatives",
     "round_wtl", "round_equity", "flop_turn_histograms", "build_abstraction",
-    "lossless_bucket_map", "cell_buckets", "parse_weights", "check_bucket_map",
+    "lossless_bucket_map", "cell_buckets", "parse_weights", "check_bucket_map", "same_deck",
 ]
 
 METHODS = ("ehs", "paemd", "krwemd")
@@ -192,9 +192,26 @@ def lossless_bucket_map(config: GameConfig) -> BucketMap:
                      [np.arange(c) for c in counts], {})
 
 
+def same_deck(a: dict[str, Any] | GameConfig, b: GameConfig) -> bool:
+    """True when two variants share the deck (ranks and suits): card classes, and so bucket
+    maps and embeddings, do not depend on the ante or the betting."""
+    ad = a.to_dict() if isinstance(a, GameConfig) else a
+    return ad.get("ranks") == b.ranks and ad.get("suits") == b.suits
+
+
 def check_bucket_map(config: GameConfig, bmap: BucketMap) -> None:
-    """Raise (one line) unless ``bmap`` was built for ``config``."""
-    bmap.check_game("numeral211", config.to_dict(), isomorphism(config).isomorphic_classes())
+    """Raise :class:`~tensorcfr.abstraction.bucket_map.BucketMapMismatchError` (one line)
+    unless ``bmap`` was built for the deck of ``config`` (the betting may differ)."""
+    from tensorcfr.abstraction.bucket_map import BucketMapMismatchError
+
+    counts = isomorphism(config).isomorphic_classes()
+    if bmap.game != "numeral211" or not same_deck(bmap.variant, config) or \
+            bmap.num_classes != counts:
+        raise BucketMapMismatchError(
+            f"the bucket map was built for {bmap.game} with ranks "
+            f"{bmap.variant.get('ranks')!r} x {bmap.variant.get('suits')} suits (classes "
+            f"{bmap.num_classes}), not for ranks {config.ranks!r} x {config.suits} suits "
+            f"(classes {counts}); rebuild it with `numeral211 abstract` for this deck")
 
 
 def _krw_features(config: GameConfig, r: int, weights: tuple[float, ...]) -> tuple[
