@@ -58,9 +58,20 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--build-default", action="store_true",
                     help="also time the three abstractions on the paper's game (225/396)")
+    ap.add_argument("--balance", type=float, default=0.0,
+                    help="HandEbdNet advisor-usage entropy weight (0: plain MSE)")
     ap.add_argument("--out", default="docs/benchmarks/numeral211_figure5")
+    ap.add_argument("--extra-curve", action="append", default=[], metavar="LABEL=FILE",
+                    help="add a curve JSON of `numeral211 solve --curve` to the outputs")
+    ap.add_argument("--replot", action="store_true",
+                    help="no runs: rewrite the outputs from <out>.json plus --extra-curve")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
+    if args.replot:
+        with open(args.out + ".json") as fh:
+            report = json.load(fh)
+        write_outputs(report, args.out, args.extra_curve)
+        return
     report: dict = {"machine_start": machine(), "args": vars(args)}
     if args.build_default:
         builds = {}
@@ -86,7 +97,8 @@ def main() -> None:
                         "buckets": bmap.num_buckets}
         print(f"{method}: {curve[-1]['mbg']:.1f} mb/g after {args.iterations} "
               f"({curve[-1]['seconds']:.1f} s solving)", flush=True)
-    emb = train_embedding(config, args.flop, args.turn, epochs=args.epochs)
+    emb = train_embedding(config, args.flop, args.turn, epochs=args.epochs,
+                          balance=args.balance)
     builds_small["embedding (HandEbdNet)"] = emb.meta["seconds"]
     counts = report["classes"]
     embeddings = [Embedding.from_labels(np.arange(counts[0]))] + [
@@ -105,8 +117,21 @@ def main() -> None:
     report["build_seconds"] = builds_small
     report["runs"] = runs
     report["machine_end"] = machine()
-    out = args.out
-    os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
+    os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
+    write_outputs(report, args.out, args.extra_curve)
+
+
+def write_outputs(report: dict, out: str, extra: list[str]) -> None:
+    """Write <out>.json (the report, extra curves included), .csv, .png and .md."""
+    runs = report["runs"]
+    for item in extra:
+        label, _, path = item.partition("=")
+        with open(path) as fh:
+            data = json.load(fh)
+        runs[label] = {"curve": data["curve"], "source": path}
+    args = report["args"]
+    counts = report["classes"]
+    builds_small = report["build_seconds"]
     with open(out + ".json", "w") as fh:
         json.dump(report, fh, indent=1)
     with open(out + ".csv", "w", newline="") as fh:
@@ -122,16 +147,17 @@ def main() -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
     for name, run in runs.items():
         its = [p["iteration"] for p in run["curve"]]
         ax.plot(its, [p["mbg"] for p in run["curve"]], marker="o", ms=3, label=name)
     ax.set_yscale("log")
     ax.set_xlabel("iteration (vanilla CFR, full sweeps)")
     ax.set_ylabel("full-game exploitability (b0+b1)/2, mb/g")
-    ax.set_title(f"{config.describe()}\nflop {args.flop} / turn {args.turn} buckets or advisors")
+    ax.set_title(f"{report['game']}\nflop {args['flop']} / turn {args['turn']} buckets or "
+                 "advisors")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
+    ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(out + ".png", dpi=120)
     lines = ["| method | buckets / advisors (preflop, flop, turn) | final exploitability "
@@ -140,13 +166,27 @@ def main() -> None:
     for name, run in runs.items():
         p = run["curve"][-1]
         size = ("lossless" if name == "full game" else
-                f"{counts[0]}, {args.flop}, {args.turn}")
+                f"{counts[0]}, {args['flop']}, {args['turn']}")
         build = builds_small.get(name if name != "embedding cfr" else
                                  "embedding (HandEbdNet)")
         lines.append(f"| {name} | {size} | {p['mbg']:.1f} | {p['iteration']} | "
                      f"{p['seconds']:.1f} | {'' if build is None else f'{build:.1f}'} |")
+    head = [f"# Numeral211 abstractions: Figure 5 on {report['game']}", "",
+            "Exact full-game exploitability (b0 + b1) / 2 in mb/g (thousandths of the ante per "
+            "game) of the average strategy after vanilla CFR with full sweeps; the plot, "
+            "the CSV and the JSON beside this file hold the curves.  Explained in "
+            "[../numeral211_abstractions.md](../numeral211_abstractions.md).", "",
+            f"Machine at start: {report.get('machine_start')}; at end: "
+            f"{report.get('machine_end')}.", "",
+            "Rerun: `nice -n 5 python benchmarks/bench_numeral211_abstractions.py "
+            "--iterations 200 --eval-every 10 --build-default --out "
+            "docs/benchmarks/numeral211_figure5` (extra curves: `--replot --extra-curve "
+            "LABEL=FILE`).", ""]
+    if report.get("default_builds"):
+        head += ["Build times on the paper's game (225 / 396 buckets), seconds: " + ", ".join(
+            f"{k} {v['seconds']:.1f}" for k, v in report["default_builds"].items()) + ".", ""]
     with open(out + ".md", "w") as fh:
-        fh.write("\n".join(lines) + "\n")
+        fh.write("\n".join(head + lines) + "\n")
     print("\n".join(lines))
 
 

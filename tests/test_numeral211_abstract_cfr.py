@@ -102,6 +102,7 @@ def test_embedding_file_roundtrip_and_corrupt(tmp_path) -> None:
     counts = [9, 30, 90]
     assert emb.phi[1].shape == (4, counts[1]) and emb.phi[2].shape == (6, counts[2])
     assert np.allclose(emb.phi[2].sum(0), 1.0, atol=1e-5)
+    assert set(emb.meta["advisors_used"]) == {"round_1", "round_2"}
     path = tmp_path / "phi.npz"
     save_embedding(path, emb)
     again = load_embedding(path)

@@ -124,6 +124,8 @@ def embed_command(
     batch: int = typer.Option(512, "--batch", help="Mini-batch size."),
     lr: float = typer.Option(3e-3, "--lr", help="Adam learning rate (cosine decay)."),
     seed: int = typer.Option(0, "--seed", help="Training seed."),
+    balance: float = typer.Option(0.0, "--balance", help="Weight of the advisor-usage "
+                                  "entropy term (0: plain MSE, the paper's loss)."),
     ranks: Optional[str] = typer.Option(None, "--ranks", help="Deck ranks low to high "
                                         "(default 23456789TA)."),
     suits: Optional[int] = typer.Option(None, "--suits", help="Suits (default 4)."),
@@ -151,11 +153,13 @@ def embed_command(
                               f"loss {loss:.4g}")
 
         emb = train_embedding(config, flop, turn, target=target, hidden=hidden, epochs=epochs,
-                              batch=batch, lr=lr, seed=seed, progress=progress)
+                              batch=batch, lr=lr, seed=seed, balance=balance,
+                              progress=progress)
         save_embedding(target_path, emb)
     result = {"game": config.to_dict(), "advisors": {"flop": flop, "turn": turn},
               "classes": dict(zip(ROUND_NAMES, emb.meta["classes"])), "target": target,
-              "loss": emb.meta["loss"], "seconds": round(emb.meta["seconds"], 3),
+              "loss": emb.meta["loss"], "advisors_used": emb.meta["advisors_used"],
+              "balance": balance, "seconds": round(emb.meta["seconds"], 3),
               "threads": threads, "out": target_path}
     if as_json:
         print_json(result)

@@ -120,19 +120,21 @@ class EmbeddingFile:
 
 def train_embedding(config: GameConfig, flop: int, turn: int, *, target: str = "wtl",
                     hidden: int = 256, epochs: int = 60, batch: int = 512, lr: float = 3e-3,
-                    seed: int = 0,
+                    seed: int = 0, balance: float = 0.0,
                     progress: Callable[[int, int, float], None] | None = None
                     ) -> EmbeddingFile:
     """Train one HandEbdNet per round (flop with ``flop`` advisors, turn with ``turn``);
-    ``progress(round, epoch, loss)`` after each epoch.  Returns the frozen Phi matrices."""
+    ``progress(round, epoch, loss)`` after each epoch.  ``balance`` > 0 adds
+    ``balance * (log m - entropy of the batch's mean advisor usage)`` to the loss, which keeps
+    the softmax from collapsing onto a few advisors (without it HandEbdNet used 2 of 20).  Returns the frozen Phi matrices."""
     counts = isomorphism(config).isomorphic_classes()
     for label, k in (("--flop", flop), ("--turn", turn)):
         if not isinstance(k, int) or k < 1:
             raise TensorCFRError(f"{label} must be a positive number of advisors, got {k!r}")
     if target not in TARGETS:
         raise TensorCFRError(f"unknown --target {target!r}: choose one of {', '.join(TARGETS)}")
-    if epochs < 1 or hidden < 1 or batch < 1 or not lr > 0:
-        raise TensorCFRError("epochs, hidden, batch and lr must be positive")
+    if epochs < 1 or hidden < 1 or batch < 1 or not lr > 0 or not balance >= 0:
+        raise TensorCFRError("epochs, hidden, batch and lr must be positive, balance >= 0")
     started = time.perf_counter()
     phi: dict[int, np.ndarray] = {}
     losses: dict[str, float] = {}
@@ -155,6 +157,10 @@ def train_embedding(config: GameConfig, flop: int, turn: int, *, target: str = "
                 idx = order[s:s + batch]
                 pred = net(x[idx])
                 loss = ((pred - y[idx]) ** 2).sum(1).mul(w[idx]).mean()
+                if balance > 0:
+                    usage = (net.embed(x[idx]) * w[idx, None]).sum(0) / w[idx].sum()
+                    entropy = -(usage * usage.clamp_min(1e-12).log()).sum()
+                    loss = loss + balance * (float(np.log(m)) - entropy)
                 opt.zero_grad()
                 loss.backward()
                 opt.step()
@@ -172,7 +178,9 @@ def train_embedding(config: GameConfig, flop: int, turn: int, *, target: str = "
     meta = {"format": EMBEDDING_FORMAT, "version": 1, "game": config.to_dict(),
             "advisors": {"flop": flop, "turn": turn}, "classes": counts,
             "target": target, "hidden": hidden, "epochs": epochs, "batch": batch, "lr": lr,
-            "seed": seed, "loss": losses, "seconds": time.perf_counter() - started}
+            "seed": seed, "balance": balance, "loss": losses,
+            "advisors_used": {f"round_{r}": int(len(np.unique(p.argmax(0))))
+                              for r, p in phi.items()}, "seconds": time.perf_counter() - started}
     return EmbeddingFile(config, phi, meta)
 
 
