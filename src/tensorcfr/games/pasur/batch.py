@@ -29,8 +29,10 @@ import csv
 import hashlib
 import json
 import os
+import signal
 import socket
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -459,6 +461,14 @@ def run_batch(source: str, first: int, last: int, out: str | os.PathLike[str],
         # Ray starts its workers at niceness +15 by default (``worker_niceness``): on a
         # machine shared with other work they then get almost no CPU. Keep the driver's.
         os.environ.setdefault("RAY_worker_niceness", "0")
+        # Ctrl-C in a terminal reaches the whole process group. Ray's own processes
+        # (started by ray.init, and the workers they start) inherit SIGINT ignored, so
+        # only the driver sees it; the driver only notes it and stops between decks.
+        interrupts: list[int] = []
+        in_main_thread = threading.current_thread() is threading.main_thread()
+        previous_handler = signal.getsignal(signal.SIGINT) if in_main_thread else None
+        if in_main_thread:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
         with _quiet_ray():
             try:
                 if address is not None:
@@ -468,8 +478,12 @@ def run_batch(source: str, first: int, last: int, out: str | os.PathLike[str],
                     ray.init(num_cpus=max(1, workers), include_dashboard=False,
                              log_to_driver=False, logging_level="error")
             except Exception as exc:  # noqa: BLE001 - any start-up failure is one line
+                if in_main_thread:
+                    signal.signal(signal.SIGINT, previous_handler)
                 raise TensorCFRError(f"cannot start Ray: {str(exc).splitlines()[0][:200]}") \
                     from None
+        if in_main_thread:
+            signal.signal(signal.SIGINT, lambda signum, frame: interrupts.append(signum))
         ray_info = {"mode": "ray", "address": address or "local",
                     "cpus": float(ray.cluster_resources().get("CPU", 0))}
         try:
@@ -478,6 +492,9 @@ def run_batch(source: str, first: int, last: int, out: str | os.PathLike[str],
             pending: dict[Any, int] = {}
             queue = list(todo)
             while queue or pending:
+                if interrupts:  # finished decks are in the journal and the table
+                    write_table(out_dir)
+                    raise KeyboardInterrupt
                 while queue and len(pending) < window:
                     i, deal = queue.pop(0)
                     pending[remote.remote(i, list(deal), opts, out_text)] = i
@@ -495,6 +512,8 @@ def run_batch(source: str, first: int, last: int, out: str | os.PathLike[str],
                     finish(row)
         finally:
             ray.shutdown()
+            if in_main_thread:
+                signal.signal(signal.SIGINT, previous_handler)
     rows = write_table(out_dir)
     return {"out": str(out_dir), "decks": total, "skipped": skipped,
             "computed": len(todo), "failed": failed, "table_rows": rows,
