@@ -13,22 +13,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from tensorcfr.cli.main import main
+from _cli_helpers import run_cli
 from tensorcfr.games.pasur.cards import card_code
 from tensorcfr.games.pasur.rules import random_deal
-
-
-def run_cli(args: list[str], capsys: pytest.CaptureFixture[str],
-            monkeypatch: pytest.MonkeyPatch) -> tuple[int, str, str]:
-    """Run the ``tensorcfr`` entry point in-process; return (exit code, stdout, stderr)."""
-    monkeypatch.setattr(sys, "argv", ["tensorcfr", *args])
-    code = 0
-    try:
-        main()
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def one_line_error(code: int, err: str) -> str:

@@ -3,26 +3,12 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pyspiel
 import pytest
 
-from tensorcfr.cli.main import main
-
-
-def run_cli(args: list[str], capsys: pytest.CaptureFixture[str],
-            monkeypatch: pytest.MonkeyPatch) -> tuple[int, str, str]:
-    """Run the ``tensorcfr`` entry point in-process; return (exit code, stdout, stderr)."""
-    monkeypatch.setattr(sys, "argv", ["tensorcfr", *args])
-    code = 0
-    try:
-        main()
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+from _cli_helpers import run_cli
 
 
 def test_json_exploitability_matches_openspiel_cfr(capsys, monkeypatch) -> None:

@@ -4,25 +4,13 @@ default game's sizes, resume, strategy files, plots and one-line errors."""
 from __future__ import annotations
 
 import json
-import sys
 
 import numpy as np
 import pytest
 
-from tensorcfr.cli.main import main
+from _cli_helpers import run_cli
 
 SMALL = ["--ranks", "9TA", "--suits", "2", "--max-bets", "2"]
-
-
-def run_cli(args: list[str], capsys, monkeypatch) -> tuple[int, str, str]:
-    monkeypatch.setattr(sys, "argv", ["tensorcfr", *args])
-    code = 0
-    try:
-        main()
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def test_info_json_default_game(capsys, monkeypatch) -> None:
