@@ -41,6 +41,10 @@ def test_solve_resume_strategy_file_and_exploitability(tmp_path, capsys, monkeyp
     assert code == 0, err
     resumed = json.loads(out)
     assert resumed["resumed_from"] == 6 and resumed["iterations_run"] == 6
+    # stderr says where the run resumed, then one progress line per evaluation
+    assert f"resumed from {ck} at iteration 6" in err
+    assert "cfr+: iteration 9/12, exploitability" in err
+    assert "cfr+: iteration 12/12, exploitability" in err
     assert [p["iteration"] for p in resumed["curve"]] == [3, 6, 9, 12]
     assert png.read_bytes()[:4] == b"\x89PNG"
     # straight 12 iterations give the same curve (bitwise resume)

@@ -289,6 +289,8 @@ def solve_command(
         if resume is not None:
             meta = n211.load_checkpoint(resume, solver, config)
             curve = list(meta.get("curve") or [])
+            err_console.print(f"resumed from {resume} at iteration {solver.iteration:,}",
+                              highlight=False, soft_wrap=True)
         start_iteration = solver.iteration
         started = time.perf_counter()
         every = eval_every if eval_every else iterations
@@ -312,11 +314,24 @@ def solve_command(
                                          checkpoint=save,
                                          checkpoint_every_seconds=checkpoint_minutes * 60,
                                          on_progress=on_progress, curve=curve)
-        else:
+        else:  # no terminal (a log file, CI) or --json: a plain line per evaluation or minute
+            last_line = [time.perf_counter()]
+
+            def on_progress_line(p: Any) -> None:
+                now = time.perf_counter()
+                evaluated = p.iteration % every == 0 or p.iteration == iterations
+                if not evaluated and now - last_line[0] < 60.0:
+                    return
+                last_line[0] = now
+                text = "" if p.exploitability is None or not evaluated else (
+                    f", exploitability {n211.to_mbg(p.exploitability, config):,.1f} mb/g")
+                err_console.print(f"{algo}: iteration {p.iteration:,}/{iterations:,}{text} "
+                                  f"({now - started:,.0f} s)", highlight=False, soft_wrap=True)
+
             result = n211.run_solver(game, solver, iterations, eval_every=every,
                                      checkpoint=save,
                                      checkpoint_every_seconds=checkpoint_minutes * 60,
-                                     curve=curve)
+                                     on_progress=on_progress_line, curve=curve)
         seconds = time.perf_counter() - started
         final = result.curve[-1] if result.curve else None
         if final is None or final["iteration"] != solver.iteration:
