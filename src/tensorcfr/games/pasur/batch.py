@@ -36,7 +36,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from tensorcfr.errors import CorruptFileError, TensorCFRError
 
@@ -461,64 +461,93 @@ def run_batch(source: str, first: int, last: int, out: str | os.PathLike[str],
         # Ray starts its workers at niceness +15 by default (``worker_niceness``): on a
         # machine shared with other work they then get almost no CPU. Keep the driver's.
         os.environ.setdefault("RAY_worker_niceness", "0")
-        # Ctrl-C in a terminal reaches the whole process group. Ray's own processes
-        # (started by ray.init, and the workers they start) inherit SIGINT ignored, so
-        # only the driver sees it; the driver only notes it and stops between decks.
-        interrupts: list[int] = []
-        in_main_thread = threading.current_thread() is threading.main_thread()
-        previous_handler = signal.getsignal(signal.SIGINT) if in_main_thread else None
-        if in_main_thread:
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
-        with _quiet_ray():
+        with _driver_only_sigint() as interrupts:
+            with _quiet_ray():
+                try:
+                    if address is not None:
+                        ray.init(address=address, include_dashboard=False,
+                                 log_to_driver=False, logging_level="error")
+                    else:
+                        ray.init(num_cpus=max(1, workers), include_dashboard=False,
+                                 log_to_driver=False, logging_level="error")
+                except Exception as exc:  # noqa: BLE001 - any start-up failure is one line
+                    raise TensorCFRError(
+                        f"cannot start Ray: {str(exc).splitlines()[0][:200]}") from None
+            interrupts.listen()
+            ray_info = {"mode": "ray", "address": address or "local",
+                        "cpus": float(ray.cluster_resources().get("CPU", 0))}
             try:
-                if address is not None:
-                    ray.init(address=address, include_dashboard=False, log_to_driver=False,
-                             logging_level="error")
-                else:
-                    ray.init(num_cpus=max(1, workers), include_dashboard=False,
-                             log_to_driver=False, logging_level="error")
-            except Exception as exc:  # noqa: BLE001 - any start-up failure is one line
-                if in_main_thread:
-                    signal.signal(signal.SIGINT, previous_handler)
-                raise TensorCFRError(f"cannot start Ray: {str(exc).splitlines()[0][:200]}") \
-                    from None
-        if in_main_thread:
-            signal.signal(signal.SIGINT, lambda signum, frame: interrupts.append(signum))
-        ray_info = {"mode": "ray", "address": address or "local",
-                    "cpus": float(ray.cluster_resources().get("CPU", 0))}
-        try:
-            remote = ray.remote(num_cpus=1, max_retries=0)(_ray_solve)
-            window = max(2, 2 * int(ray_info["cpus"] or 1))
-            pending: dict[Any, int] = {}
-            queue = list(todo)
-            while queue or pending:
-                if interrupts:  # finished decks are in the journal and the table
-                    write_table(out_dir)
-                    raise KeyboardInterrupt
-                while queue and len(pending) < window:
-                    i, deal = queue.pop(0)
-                    pending[remote.remote(i, list(deal), opts, out_text)] = i
-                # a timeout keeps the driver responsive to Ctrl-C (a blocking wait in Ray's
-                # C++ core would hold the signal until a deck finishes)
-                ready, _ = ray.wait(list(pending), num_returns=1, timeout=0.5)
-                for ref in ready:
-                    i = pending.pop(ref)
-                    try:
-                        row = ray.get(ref)
-                    except Exception as exc:  # noqa: BLE001 - a worker died on this deck
-                        row = {"deck": i, "status": "error",
-                               "error": f"worker failed: {str(exc).splitlines()[0][:200]}",
-                               "deal": [int(c) for c in dict(todo)[i]]}
-                    finish(row)
-        finally:
-            ray.shutdown()
-            if in_main_thread:
-                signal.signal(signal.SIGINT, previous_handler)
+                remote = ray.remote(num_cpus=1, max_retries=0)(_ray_solve)
+                window = max(2, 2 * int(ray_info["cpus"] or 1))
+                pending: dict[Any, int] = {}
+                queue = list(todo)
+                while queue or pending:
+                    if interrupts.seen:  # finished decks are in the journal and the table
+                        write_table(out_dir)
+                        raise KeyboardInterrupt
+                    while queue and len(pending) < window:
+                        i, deal = queue.pop(0)
+                        pending[remote.remote(i, list(deal), opts, out_text)] = i
+                    # a timeout keeps the driver responsive to Ctrl-C (a blocking wait in
+                    # Ray's C++ core would hold the signal until a deck finishes)
+                    ready, _ = ray.wait(list(pending), num_returns=1, timeout=0.5)
+                    for ref in ready:
+                        i = pending.pop(ref)
+                        try:
+                            row = ray.get(ref)
+                        except Exception as exc:  # noqa: BLE001 - a worker died on this deck
+                            row = {"deck": i, "status": "error",
+                                   "error": f"worker failed: {str(exc).splitlines()[0][:200]}",
+                                   "deal": [int(c) for c in dict(todo)[i]]}
+                        finish(row)
+            finally:
+                ray.shutdown()
     rows = write_table(out_dir)
     return {"out": str(out_dir), "decks": total, "skipped": skipped,
             "computed": len(todo), "failed": failed, "table_rows": rows,
             "seconds": time.perf_counter() - started, "workers": workers, **ray_info,
             **options.as_dict()}
+
+
+class _SigintLatch:
+    """Counts SIGINTs once :meth:`listen` has been called (see :func:`_driver_only_sigint`)."""
+
+    def __init__(self, active: bool) -> None:
+        self.active = active
+        self.count = 0
+
+    @property
+    def seen(self) -> bool:
+        """Whether a SIGINT arrived since :meth:`listen`."""
+        return self.count > 0
+
+    def listen(self) -> None:
+        """From now on a SIGINT is only counted (no KeyboardInterrupt inside Ray calls)."""
+        if self.active:
+            signal.signal(signal.SIGINT, lambda signum, frame: self._count())
+
+    def _count(self) -> None:
+        self.count += 1
+
+
+@contextlib.contextmanager
+def _driver_only_sigint() -> Iterator[_SigintLatch]:
+    """Ctrl-C in a terminal reaches the whole process group. Inside this block SIGINT is
+    ignored until the latch's ``listen()``, so the processes ray.init starts (and the workers
+    they start) inherit it ignored and only the driver sees Ctrl-C; after ``listen()`` the
+    driver only counts it and stops between decks. The previous handler comes back on exit.
+    Outside the main thread (where handlers cannot be set) nothing changes."""
+    active = threading.current_thread() is threading.main_thread()
+    latch = _SigintLatch(active)
+    if not active:
+        yield latch
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield latch
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 @contextlib.contextmanager
