@@ -3,6 +3,8 @@
 * :mod:`tensorcfr.core.regret` -- regret matching and the CFR / CFR+ / LCFR / DCFR / PCFR+
   update rules over infoset-action slots (shared with the Pasur solver);
 * :mod:`tensorcfr.core.tree` -- :class:`LevelTree`, a game flattened level by level;
+* :mod:`tensorcfr.core.level_graph` -- the reach, value and regret passes over a level graph
+  (tree or dag levels), shared by the generic solver and the Pasur solver;
 * :mod:`tensorcfr.core.cfr` -- :class:`TensorCFRSolver` (on a built tree) and the
   OpenSpiel-like wrappers; game strings are turned into trees by the game packages
   (:mod:`tensorcfr.games.openspiel.solvers`), never here;

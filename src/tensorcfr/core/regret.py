@@ -43,6 +43,8 @@ __all__ = [
     "CFRVariant",
     "VARIANT_NAMES",
     "regret_matching",
+    "regret_matching_into",
+    "uniform_slot_probabilities",
     "update_regrets",
     "discount_regrets",
     "discount_factor",
@@ -145,6 +147,31 @@ def regret_matching(regrets: Tensor, action_infoset: Tensor, num_infosets: int) 
     uniform = counts.reciprocal().index_select(0, action_infoset)
     # 0/0 -> nan where an infoset has no positive regret; ``where`` picks uniform there.
     return torch.where(slot_totals > 0, positive / slot_totals, uniform)
+
+
+def regret_matching_into(regrets: Tensor, action_infoset: Tensor, totals: Tensor,
+                         uniform: Tensor, zero: Tensor, out: Tensor) -> Tensor:
+    """:func:`regret_matching` with preallocated buffers, written into ``out``; bitwise the
+    same result (the same operations, without recounting each infoset's actions).
+
+    ``regrets`` [A], ``action_infoset`` [A] long; ``totals`` [I] scratch (overwritten);
+    ``uniform`` [A] ``1 / (number of actions of the slot's infoset)``; ``zero`` a 0-dim
+    tensor of the dtype; ``out`` [A] receives the strategy (not ``regrets`` itself).
+    """
+    positive = regrets.clamp_min(0)
+    totals.zero_()
+    totals.index_add_(0, action_infoset, positive)
+    slot_totals = totals.index_select(0, action_infoset)
+    return torch.where(slot_totals > zero, positive.div_(slot_totals), uniform, out=out)
+
+
+def uniform_slot_probabilities(action_infoset: Tensor, num_infosets: int,
+                               dtype: torch.dtype) -> Tensor:
+    """[A] ``1 / (number of actions of the slot's infoset)`` (the uniform strategy, as
+    :func:`regret_matching` computes it), for :func:`regret_matching_into`."""
+    ones = torch.ones(action_infoset.shape, dtype=dtype, device=action_infoset.device)
+    counts = segment_sum(ones, action_infoset, num_infosets)
+    return counts.reciprocal().index_select(0, action_infoset)
 
 
 def discount_factor(t: int, exponent: float) -> float:

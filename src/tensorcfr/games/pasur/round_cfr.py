@@ -44,12 +44,12 @@ from typing import Any, Callable, Sequence
 import torch
 from torch import Tensor
 
+from tensorcfr.core import level_graph
 from tensorcfr.core.regret import (
     CFRVariant,
     normalize_strategy,
-    regret_matching,
-    update_average,
-    update_regrets,
+    regret_matching_into,
+    uniform_slot_probabilities,
 )
 from tensorcfr.errors import CorruptFileError, TensorCFRError
 from tensorcfr.games.pasur.graph import PLIES_PER_ROUND, RoundGraph
@@ -186,7 +186,9 @@ class _RoundTensors:
     ``l`` at ``edge_offset[l] : edge_offset[l+1]``) and the nodes of levels 0..7 into one
     array of ``T = sum N_l`` nodes (``node_offset``), so regret matching and the regret and
     average updates run once per iteration over the whole round; only the reach and value
-    passes go level by level.
+    passes go level by level, through the game-independent level-graph passes of
+    :mod:`tensorcfr.core.level_graph` (views of the round's buffers, built once per solve by
+    :meth:`reach_steps` / :meth:`value_steps`).
     """
 
     def __init__(self, graph: RoundGraph, device: torch.device, dtype: torch.dtype) -> None:
@@ -219,10 +221,10 @@ class _RoundTensors:
         counts.index_add_(0, self.flat_parent, torch.ones_like(self.flat_parent))
         # Slots of nodes with more than one action: the only ones that carry a decision.
         self.choice_mask = counts.index_select(0, self.flat_parent) > 1
-        # Tree-shaped levels (child = arange) need no index_add_ for the forward pass.
-        self.identity_child = [
-            c.numel() == self.num_nodes[level + 1]
-            and bool((c == torch.arange(c.numel(), device=device)).all())
+        # Tree-shaped levels (child = arange) need no gather/merge: their child is None.
+        self.level_child: list[Tensor | None] = [
+            None if (c.numel() == self.num_nodes[level + 1]
+                     and bool((c == torch.arange(c.numel(), device=device)).all())) else c
             for level, c in enumerate(self.child)]
 
     def edge_slice(self, level: int) -> slice:
@@ -235,39 +237,51 @@ class _RoundTensors:
         """A flat slot tensor [E] as per-level views [E_l]."""
         return [flat[self.edge_slice(level)] for level in range(PLIES_PER_ROUND)]
 
-    def reach(self, strategy: Tensor, out: Tensor) -> Tensor:
+    def reach_steps(self, strategy: Tensor, out: Tensor) -> list[level_graph.ReachStep]:
+        """Level views of the forward pass into ``out`` [2, T] under ``strategy`` [E]: per
+        level and player (Alex, Bob: 1-D gathers, faster than one [2, E] op), the player's
+        own reach, multiplied by the strategy on the levels where that player moves."""
+        steps: list[level_graph.ReachStep] = []
+        for level in range(PLIES_PER_ROUND - 1):
+            mover = level_player(level)
+            for player in (ALEX, BOB):
+                factor = strategy[self.edge_slice(level)] if player == mover else None
+                steps.append((out[player, self.node_slice(level)], self.parent[level],
+                              out[player, self.node_slice(level + 1)], factor,
+                              self.level_child[level]))
+        return steps
+
+    def reach(self, steps: list[level_graph.ReachStep], out: Tensor) -> Tensor:
         """Forward pass: ``out`` [2, T] gets each node's (Alex, Bob) own reach, 1 at roots.
 
         A child's reach is the sum over its incoming edges (dag mode: over its paths)."""
-        out.zero_()
         out[:, : self.num_nodes[0]] = 1.0
-        for level in range(PLIES_PER_ROUND - 1):
-            mover = level_player(level)
-            for player in (ALEX, BOB):  # 1-D gathers/scatters: faster than one [2, E] op
-                edge_reach = out[player, self.node_slice(level)].index_select(
-                    0, self.parent[level])
-                if player == mover:
-                    edge_reach *= strategy[self.edge_slice(level)]
-                target = out[player, self.node_slice(level + 1)]
-                if self.identity_child[level]:
-                    target.copy_(edge_reach)
-                else:
-                    target.index_add_(0, self.child[level], edge_reach)
+        level_graph.forward_pass(steps)
         return out
 
-    def values(self, strategy: Tensor, leaf: Tensor, node_values: Tensor,
-               edge_values: Tensor) -> None:
-        """Backward pass: ``edge_values`` [E] = reward + child value, ``node_values`` [T] =
-        sum over the node's edges of strategy x edge value (points, Alex minus Bob)."""
-        node_values.zero_()
+    def value_steps(self, strategy: Tensor, leaf: Tensor, node_values: Tensor,
+                    edge_values: Tensor, scratch: Tensor | None = None
+                    ) -> list[level_graph.GraphValueStep]:
+        """Level views of the backward pass (levels 7..0): ``edge_values`` [E] = reward +
+        child value, ``node_values`` [T] = sum over the node's edges of strategy x edge value
+        (points, Alex minus Bob); ``scratch`` [>= max E_l] holds the products (or None)."""
+        steps: list[level_graph.GraphValueStep] = []
         below = leaf
         for level in reversed(range(PLIES_PER_ROUND)):
             edges = self.edge_slice(level)
-            ev = edge_values[edges]
-            torch.add(self.reward[level], below.index_select(0, self.child[level]), out=ev)
             here = node_values[self.node_slice(level)]
-            here.index_add_(0, self.parent[level], strategy[edges] * ev)
+            size = edges.stop - edges.start
+            steps.append((below, self.level_child[level], self.reward[level],
+                          edge_values[edges], strategy[edges],
+                          None if scratch is None else scratch[:size], here,
+                          self.parent[level]))
             below = here
+        return steps
+
+    def values(self, steps: list[level_graph.GraphValueStep], node_values: Tensor) -> None:
+        """Backward pass over :meth:`value_steps` (``node_values`` is zeroed first)."""
+        node_values.zero_()
+        level_graph.backward_graph_pass(steps)
 
     def average(self, cumulative_strategy: Tensor) -> Tensor:
         return normalize_strategy(cumulative_strategy, self.flat_parent, self.total_nodes)
@@ -275,7 +289,7 @@ class _RoundTensors:
     def root_values(self, strategy: Tensor, leaf: Tensor) -> Tensor:
         node_values = torch.zeros(self.total_nodes, dtype=self.dtype, device=self.device)
         edge_values = torch.zeros(self.total_edges, dtype=self.dtype, device=self.device)
-        self.values(strategy, leaf, node_values, edge_values)
+        self.values(self.value_steps(strategy, leaf, node_values, edge_values), node_values)
         return node_values[: self.num_nodes[0]].clone()
 
 
@@ -309,14 +323,24 @@ def solve_round(graph: RoundGraph, leaf: Tensor, variant: CFRVariant = DEFAULT_V
     rt = _RoundTensors(graph, dev, dtype)
     leaf = leaf.to(device=dev, dtype=dtype)
     num_slots, num_nodes = rt.total_edges, rt.total_nodes
+    kw: dict[str, Any] = {"dtype": dtype, "device": dev}
     # One slot per edge of levels 0..7 (each node is its own infoset):
-    cum_regrets = torch.zeros(num_slots, dtype=dtype, device=dev)   # R, cumulative regrets
-    cum_strategy = torch.zeros(num_slots, dtype=dtype, device=dev)  # S, weighted strategy sum
-    last_instant: Tensor | None = None  # pcfr+: prediction = last instantaneous regrets
-    reach = torch.zeros(2, num_nodes, dtype=dtype, device=dev)     # own reach, Alex / Bob
+    cum_regrets = torch.zeros(num_slots, **kw)   # R, cumulative regrets
+    cum_strategy = torch.zeros(num_slots, **kw)  # S, weighted strategy sum
+    strategy = torch.zeros(num_slots, **kw)      # sigma^t, current strategy
+    reach = torch.zeros(2, num_nodes, **kw)      # own reach, Alex / Bob
     reach_flat = reach.view(-1)
-    node_values = torch.zeros(num_nodes, dtype=dtype, device=dev)
-    edge_values = torch.zeros(num_slots, dtype=dtype, device=dev)
+    node_values = torch.zeros(num_nodes, **kw)
+    edge_values = torch.zeros(num_slots, **kw)
+    # Per-edge work buffers: instantaneous regrets (kept as the prediction of pcfr+), and
+    # the opponent's / own reach per edge (also the value pass's products).
+    instant = torch.zeros(num_slots, **kw)
+    edge_reach = torch.zeros(num_slots, **kw)
+    node_totals = torch.zeros(num_nodes, **kw)
+    uniform = uniform_slot_probabilities(rt.flat_parent, num_nodes, dtype)
+    zero = torch.zeros((), **kw)
+    reach_steps = rt.reach_steps(strategy, reach)
+    value_steps = rt.value_steps(strategy, leaf, node_values, edge_values, edge_reach)
     reference = (torch.cat([r.to(device=dev, dtype=dtype) for r in reference_strategy])
                  if reference_strategy is not None else None)
     convergence: list[float] | None = [] if reference is not None else None
@@ -324,19 +348,20 @@ def solve_round(graph: RoundGraph, leaf: Tensor, variant: CFRVariant = DEFAULT_V
     report_every = max(1, iterations // 100)
     start = time.perf_counter()
     for t in range(1, iterations + 1):
-        # Current strategy sigma^t by regret matching over all the round's nodes at once.
-        regrets = cum_regrets if last_instant is None else cum_regrets + last_instant
-        strategy = regret_matching(regrets, rt.flat_parent, num_nodes)
-        rt.reach(strategy, reach)
-        rt.values(strategy, leaf, node_values, edge_values)
-        # Instantaneous counterfactual regrets: sign x opponent reach x (Q(a) - V).
-        advantage = edge_values - node_values.index_select(0, rt.flat_parent)
-        instant = reach_flat.index_select(0, rt.opponent_index) * rt.sign * advantage
-        if variant.predictive:
-            last_instant = instant
-        cum_regrets = update_regrets(cum_regrets, instant, variant, t)
-        own_reach = reach_flat.index_select(0, rt.own_index)
-        cum_strategy = update_average(cum_strategy, own_reach * strategy, variant, t)
+        # Current strategy sigma^t by regret matching over all the round's nodes at once
+        # (pcfr+: on R + the last instantaneous regrets).
+        regrets = cum_regrets if not (variant.predictive and t > 1) else cum_regrets + instant
+        regret_matching_into(regrets, rt.flat_parent, node_totals, uniform, zero, out=strategy)
+        rt.reach(reach_steps, reach)
+        rt.values(value_steps, node_values)
+        # Instantaneous counterfactual regrets: (Q(a) - V) x opponent reach x sign.
+        torch.index_select(reach_flat, 0, rt.opponent_index, out=edge_reach).mul_(rt.sign)
+        level_graph.counterfactual_regrets(
+            edge_values, torch.index_select(node_values, 0, rt.flat_parent, out=instant),
+            edge_reach, out=instant)
+        level_graph.accumulate_regrets(cum_regrets, instant, variant, t)
+        torch.index_select(reach_flat, 0, rt.own_index, out=edge_reach)
+        level_graph.accumulate_average(cum_strategy, edge_reach, strategy, variant, t)
         if reference is not None and convergence is not None:
             diff = (rt.average(cum_strategy) - reference)[rt.choice_mask]
             convergence.append(float((diff * diff).sum()) / num_choice if num_choice else 0.0)
