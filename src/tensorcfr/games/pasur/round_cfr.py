@@ -563,14 +563,14 @@ def _backward_game(graphs: Sequence[RoundGraph], strategies: Sequence[Sequence[T
         for level in reversed(range(PLIES_PER_ROUND)):
             parent = graph.edge_parent[level]
             n = graph.num_nodes[level]
-            edge_value = graph.edge_reward[level].to(dtype) + v.index_select(
-                0, graph.edge_child[level])
+            edge_value = level_graph.gather_edge_values(
+                v, graph.edge_child[level], graph.edge_reward[level].to(dtype))
             rule = rules[level_player(level)]
             if rule == _FOLLOW:
                 assert strategies is not None
-                weighted = strategies[position][level].to(device=v.device,
-                                                           dtype=dtype) * edge_value
-                v = torch.zeros(n, dtype=dtype, device=v.device).index_add_(0, parent, weighted)
+                v = level_graph.backup_values(
+                    edge_value, strategies[position][level].to(device=v.device, dtype=dtype),
+                    None, torch.zeros(n, dtype=dtype, device=v.device), parent)
             else:
                 reduce = "amax" if rule == _MAX else "amin"
                 v = torch.zeros(n, dtype=dtype, device=v.device).scatter_reduce_(
@@ -657,12 +657,12 @@ def reach_probabilities(graphs: Sequence[RoundGraph], strategies: Sequence[Seque
         for level in range(PLIES_PER_ROUND):
             parent, child = graph.edge_parent[level], graph.edge_child[level]
             mover = level_player(level)
-            edge = [levels[-1][p].index_select(0, parent) for p in (ALEX, BOB)]
-            edge[mover] = edge[mover] * strategies[position][level].to(device=device,
-                                                                        dtype=dtype)
+            factor = strategies[position][level].to(device=device, dtype=dtype)
             n = graph.num_nodes[level + 1]
-            levels.append(tuple(torch.zeros(n, dtype=dtype, device=device).index_add_(
-                0, child, e) for e in edge))  # type: ignore[misc]
+            levels.append(tuple(level_graph.propagate_reach(
+                levels[-1][p], parent, torch.empty(n, dtype=dtype, device=device),
+                factor if p == mover else None, child)
+                for p in (ALEX, BOB)))  # type: ignore[misc]
         out.append(levels)
         if position + 1 < len(graphs):
             n_next = graphs[position + 1].num_nodes[0]
