@@ -163,6 +163,7 @@ def test_counterfactual_regrets() -> None:
     out = v.clone()
     assert lg.counterfactual_regrets(q, out, 2.0, out=out) is out
     assert out.tolist() == [1.0, 3.0, -3.0]
+    assert lg.counterfactual_regrets(q, v, None).tolist() == [0.5, 1.5, -1.5]
 
 
 def _discounted(variant: CFRVariant, t: int, value: float) -> float:

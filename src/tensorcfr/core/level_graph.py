@@ -226,7 +226,7 @@ def backward_graph_pass(steps: Iterable[GraphValueStep]) -> None:
 
 
 def counterfactual_regrets(action_values: Tensor, node_values: Tensor,
-                           counterfactual_reach: Tensor | float,
+                           counterfactual_reach: Tensor | float | None,
                            out: Tensor | None = None) -> Tensor:
     """Instantaneous counterfactual regret of each edge:
     ``(action_values - node_values) * counterfactual_reach``.
@@ -236,7 +236,8 @@ def counterfactual_regrets(action_values: Tensor, node_values: Tensor,
         node_values: [E] value of the edge's parent node ``v(h)``, gathered per edge.
         counterfactual_reach: [E] (or a number) the reach of ``h`` by everyone but the
             acting player (chance included); a sign may be folded in (e.g. -1 where the
-            actor minimizes the stored values).
+            actor minimizes the stored values). None: no one else acts (factor 1, no
+            multiply).
         out: [E] buffer for the result (may be ``action_values`` or ``node_values``).
 
     Returns:
@@ -246,6 +247,8 @@ def counterfactual_regrets(action_values: Tensor, node_values: Tensor,
         regrets = action_values - node_values
     else:
         regrets = torch.sub(action_values, node_values, out=out)
+    if counterfactual_reach is None:
+        return regrets
     return regrets.mul_(counterfactual_reach)
 
 
