@@ -287,7 +287,11 @@ def test_solver_keeps_no_second_copy_of_the_utilities() -> None:
     before = [level.utility.clone() for level in tree.levels]
     solver = TensorCFRSolver(tree)
     assert solver.dtype == torch.float64 and solver.dtype_auto
+    # The solver keeps the utilities of terminal nodes only, one row per player ...
+    assert solver._utility_by_player.shape == (tree.num_players, tree.num_terminals)
     storage = solver._utility_by_player.untyped_storage().data_ptr()
-    for level, old in zip(tree.levels, before):  # the tree's levels now view the rows
-        assert level.utility.untyped_storage().data_ptr() == storage
+    for level, old in zip(tree.levels, before):
+        # ... and a tree in the compact layout views those rows instead of its own copy.
+        if getattr(level, "terminal_utility", None) is not None:
+            assert level.terminal_utility.untyped_storage().data_ptr() == storage
         assert torch.equal(level.utility, old)

@@ -108,9 +108,12 @@ def test_alternating_solver_keeps_one_value_row(trees: dict[str, LevelTree]) -> 
     simultaneous = TensorCFRSolver(tree, alternating=False)
     assert alternating._values.shape == (1, tree.num_nodes)
     assert simultaneous._values.shape == (2, tree.num_nodes)
-    # Indices only gathered from are int32.
-    assert alternating._flat.edge_reach_index[0].dtype == torch.int32
-    assert alternating._flat.edge_child_parent[0].dtype == torch.int32
+    # Utilities for terminal nodes only; no per-edge buffers the size of the tree (the
+    # regret update goes level by level through chunk-sized scratch buffers).
+    assert alternating._utility_by_player.shape == (2, tree.num_terminals)
+    assert alternating._edge_a.numel() <= min(alternating._flat.chunk,
+                                              alternating._flat.max_level_nodes)
+    assert alternating._scratch.shape == (1, alternating._flat.max_level_nodes)
 
 
 def test_micro_benchmark_script_runs() -> None:

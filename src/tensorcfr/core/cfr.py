@@ -49,7 +49,7 @@ from tensorcfr.core.regret import (
     regret_matching,
 )
 from tensorcfr.core.policy_io import read_checkpoint, save_checkpoint
-from tensorcfr.core.tree import KIND_CHANCE, LevelTree, estimate_tree_bytes
+from tensorcfr.core.tree import KIND_CHANCE, KIND_TERMINAL, LevelTree, estimate_tree_bytes
 from tensorcfr.errors import MemoryLimitError, TensorCFRError
 from tensorcfr.utils.resources import (
     DEFAULT_THREADS,
@@ -110,10 +110,61 @@ def resolve_device(device: torch.device | str | None) -> torch.device:
     return _resolve(device, "device")
 
 
-class _FlatTree:
-    """Flat, depth-ordered, solver-ready arrays precomputed once from a LevelTree."""
+PASS_CHUNK = 1 << 17
+"""Largest number of nodes one tensor operation of the backward pass and the regret update
+touches: longer levels are processed in chunks of this many nodes (the same additions in
+the same order), so the scratch buffers are ``O(PASS_CHUNK)`` instead of ``O(nodes)``."""
 
-    def __init__(self, tree: LevelTree, device: torch.device, dtype: torch.dtype) -> None:
+
+def _terminal_utility(level: Any) -> Tensor:
+    """``[T_d, P]`` utilities of the level's terminal nodes in node order (the tree's
+    compact array when it has one, else taken out of the dense ``utility``)."""
+    compact = getattr(level, "terminal_utility", None)
+    if compact is not None:
+        return compact
+    return level.utility[level.kind == KIND_TERMINAL]
+
+
+def _chunks(length: int, chunk: int) -> list[tuple[int, int]]:
+    """``[(start, stop), ...]`` covering ``range(length)`` in pieces of at most ``chunk``."""
+    return [(c, min(c + chunk, length)) for c in range(0, length, chunk)]
+
+
+class _PlayerLevel:
+    """The decision edges of one player into one level ``d`` (children of its nodes).
+
+    ``child_index`` is None when every node of the level hangs below the player (the usual
+    case: one player acts per depth), else the int64 positions of those children in the
+    level.  ``parent_index`` (int64) gives each edge's parent, local to level ``d - 1``;
+    ``slot`` (int64) its action slot, local to the player's slot range.
+    """
+
+    __slots__ = ("depth", "child_index", "parent_index", "slot", "chunks")
+
+    def __init__(self, depth: int, child_index: Tensor | None, parent_index: Tensor,
+                 slot: Tensor, chunk: int) -> None:
+        self.depth = depth
+        self.child_index = child_index
+        self.parent_index = parent_index
+        self.slot = slot
+        self.chunks = _chunks(int(slot.shape[0]), chunk)
+
+
+class _FlatTree:
+    """Flat, depth-ordered, solver-ready arrays built once from a LevelTree.
+
+    Nodes keep the tree's order (level by level, children in action order), so values are
+    summed over children and regrets over histories in OpenSpiel's order.  Per node the
+    solver keeps the edge probability (solver dtype), the parent index (int64, the
+    ``scatter_add_`` target of the backward pass; shared with the tree when it is
+    int64) and, below decision nodes, the action slot (int64, the regret ``scatter_add_``
+    target); the terminal utilities are stored once, for terminal nodes only
+    (``utility`` [P, T], player by player, in node order), with each level's terminal
+    positions (int64) where a level mixes terminal and inner nodes.
+    """
+
+    def __init__(self, tree: LevelTree, device: torch.device, dtype: torch.dtype,
+                 chunk: int = PASS_CHUNK) -> None:
         n_players = tree.num_players
         self.num_players = n_players
         sizes = tree.level_sizes()
@@ -123,12 +174,13 @@ class _FlatTree:
         self.level_start = starts
         self.num_nodes = starts[-1]
         n_nodes = self.num_nodes
+        self.chunk = chunk
 
         # --- internal infoset / slot numbering: grouped by player, stable within a player.
         num_infosets = tree.num_infosets
-        player = tree.infoset_player.cpu()
-        num_actions = tree.infoset_num_actions.cpu()
-        old_offset = tree.infoset_action_offset.cpu()
+        player = tree.infoset_player.cpu().long()
+        num_actions = tree.infoset_num_actions.cpu().long()
+        old_offset = tree.infoset_action_offset.cpu().long()
         order = torch.argsort(player * max(num_infosets, 1) + torch.arange(num_infosets),
                               stable=True)  # internal infoset -> tree infoset
         new_num_actions = num_actions[order]
@@ -141,12 +193,14 @@ class _FlatTree:
         internal_infoset = torch.repeat_interleave(torch.arange(num_infosets), new_num_actions)
         within = torch.arange(num_slots) - new_offset[internal_infoset]
         old_slot = old_offset[order][internal_infoset] + within  # internal slot -> tree slot
+        del within
         new_of_old_slot = torch.empty(num_slots, dtype=torch.long)
         new_of_old_slot[old_slot] = torch.arange(num_slots)
         # Slot permutations, only gathered with (index_select): int32 where it fits.
         slot_index_dtype = torch.int32 if num_slots < 2**31 - 1 else torch.long
         self.tree_slot_of_internal = old_slot.to(device=device, dtype=slot_index_dtype)
         self.internal_slot_of_tree = new_of_old_slot.to(device=device, dtype=slot_index_dtype)
+        del old_slot
         sorted_player = player[order]
         self.infoset_range: list[tuple[int, int]] = []
         self.slot_range: list[tuple[int, int]] = []
@@ -158,90 +212,90 @@ class _FlatTree:
             self.infoset_range.append((i0, i1))
             self.slot_range.append((a0, a1))
         self.action_infoset = internal_infoset.to(device)
-
-        # --- flat node arrays in depth order, filled level by level into preallocated
-        # arrays of the smallest dtype that holds them (the peak memory of the build is
-        # the tree plus these few temporaries).
-        index_small = torch.int32 if n_nodes < 2**31 - 1 else torch.long
-        parent_g = torch.zeros(n_nodes, dtype=index_small)  # global parent id (root: 0)
-        kind = torch.empty(n_nodes, dtype=torch.int8)
-        edge_slot = torch.empty(n_nodes, dtype=slot_index_dtype)  # internal slot, -1 none
-        chance_factor = torch.ones(n_nodes, dtype=dtype)
-        for d, level in enumerate(tree.levels):
-            s, e = starts[d], starts[d + 1]
-            if d > 0:
-                torch.add(level.parent.cpu(), starts[d - 1], out=parent_g[s:e])
-            kind[s:e] = level.kind.cpu()
-            slot = level.parent_action_slot.cpu().long()
-            edge_slot[s:e] = torch.where(slot >= 0, new_of_old_slot[slot.clamp_min(0)], slot)
-            del slot
-
-        # Local parent index inside the previous level, per level (scatter_add_ targets):
-        # the tree's own parent arrays, shared rather than copied when already in place.
-        self.parent_local: list[Tensor] = [torch.zeros(0, dtype=torch.long, device=device)]
-        for d in range(1, len(sizes)):
-            self.parent_local.append(tree.levels[d].parent.to(device=device, dtype=torch.long))
-        parent_kind = kind[parent_g]
-        del kind
-        parent_kind[0] = KIND_CHANCE  # the root has no parent edge; treat it as chance (prob 1)
-        # Utilities are not copied: the passes read the tree's per-level arrays (see
-        # TensorCFRSolver._utility_levels).  Chance factor: the chance probability of the
-        # edge into a node below a chance node, 1 elsewhere.
-        for d, level in enumerate(tree.levels):
-            s, e = starts[d], starts[d + 1]
-            below_chance = parent_kind[s:e] == KIND_CHANCE
-            chance_factor[s:e] = torch.where(below_chance, level.chance_prob.cpu().to(dtype),
-                                             chance_factor[s:e])
-        self.chance_factor = chance_factor.to(device)
-        del chance_factor
-        # Per-player index arrays over the *decision edges* (child of a decision node).
-        # Indices only read by index_select are int32 (half the memory of int64; the
-        # scatter/index_copy targets must stay int64).
-        # scatter_add_ / index_add_ indices stay int64: int32 ones measured 3-5% slower.
-        scatter_index = torch.long
-        self.edge_child: list[Tensor] = []  # children of p's decision nodes (global ids)
-        self.edge_reach_index: list[Tensor] = []  # [(P+1) * E] flat reach index, int32
-        self.edge_slot_local: list[Tensor] = []  # edge slot, local to p's slot range
+        counts = new_num_actions.to(torch.float64)
         self.local_action_infoset: list[Tensor] = []  # [A_p] infoset local to p's range
         self.uniform: list[Tensor] = []  # [A_p] 1 / (number of actions of the slot's infoset)
-        self.first_level: list[int] = []  # first level holding a child of p's decision node
-        self.edge_child_parent: list[Tensor] = []  # [2 * E] child ids then parent ids, int32
-        counts = new_num_actions.to(torch.float64)
-        # level_share[q][d]: do "all", "none" or some ("mixed") nodes of level d hang below
-        # an actor of reach row q (player q, or chance for q = n_players)?
-        self.level_share: list[list[str]] = []
-        for q in range(n_players + 1):
-            actor = KIND_CHANCE if q == n_players else q
-            per_level = [0] + [int((parent_kind[starts[d]:starts[d + 1]] == actor).sum())
-                               for d in range(1, len(sizes))]
-            self.level_share.append(["none" if c == 0 else "all" if c == size else "mixed"
-                                     for c, size in zip(per_level, sizes)])
         for p in range(n_players):
-            children = torch.nonzero(parent_kind == p).squeeze(1)
-            children = children[children > 0]
             i0, _ = self.infoset_range[p]
             a0, a1 = self.slot_range[p]
-            parents = parent_g[children].long()
-            self.edge_child.append(children.to(device))
-            # Flat indices into reach [P+1, N] (rows 0..P) of the edges' parents: one
-            # index_select along dim 0 (faster than along dim 1 of the 2-D buffer).
-            reach_index = torch.arange(n_players + 1)[:, None] * n_nodes + parents[None, :]
-            self.edge_reach_index.append(reach_index.reshape(-1).to(
-                device=device, dtype=torch.int32 if (n_players + 1) * n_nodes < 2**31 - 1
-                else torch.long))
-            self.edge_slot_local.append((edge_slot[children].long() - a0).to(
-                device=device, dtype=scatter_index))
-            self.local_action_infoset.append((internal_infoset[a0:a1] - i0).to(
-                device=device, dtype=scatter_index))
+            self.local_action_infoset.append((internal_infoset[a0:a1] - i0).to(device))
             self.uniform.append(counts[internal_infoset[a0:a1]].reciprocal().to(device=device,
                                                                                 dtype=dtype))
-            first = len(sizes)
-            if children.numel():
-                first = int(torch.searchsorted(torch.tensor(starts), int(children[0]),
-                                               right=True)) - 1
-            self.first_level.append(first)
-            self.edge_child_parent.append(torch.cat((children, parents)).to(device=device,
-                                                                            dtype=index_small))
+        del counts, internal_infoset
+
+        # --- nodes, level by level (only per-level temporaries besides the kept arrays).
+        # edge_prob: probability of the edge into each node (the chance probability below
+        # chance nodes; 1 below decision nodes until the solver writes the strategy there).
+        self.edge_prob = torch.ones(n_nodes, dtype=dtype, device=device)
+        # Local parent index inside the previous level, per level (the int64 scatter_add_
+        # targets of the backward pass; the tree's own arrays when already int64).
+        self.parent_local: list[Tensor] = [torch.zeros(0, dtype=torch.long, device=device)]
+        self.terminal_start = [0]  # level d's terminals: utility[:, ts[d]:ts[d+1]]
+        # Positions of level d's terminal nodes (int64, the scatter_ index that writes the
+        # utilities into the values), None when the level has none or only terminals.
+        self.terminal_index: list[Tensor | None] = []
+        self.player_levels: list[list[_PlayerLevel]] = [[] for _ in range(n_players)]
+        # share[q][d]: do "all", "none" or some ("mixed") nodes of level d hang below an
+        # actor of reach row q (player q, or chance for q = n_players)?
+        self.level_share: list[list[str]] = [["none"] for _ in range(n_players + 1)]
+        self.mixed_mask: list[dict[int, Tensor]] = [{} for _ in range(n_players)]
+        self.has_chance = False
+        num_terminals = tree.num_terminals
+        utility = torch.zeros((n_players, num_terminals), dtype=dtype, device=device)
+        prev_kind: Tensor | None = None
+        for d, level in enumerate(tree.levels):
+            s, e = starts[d], starts[d + 1]
+            n = e - s
+            kind = level.kind.cpu()
+            terminal = kind == KIND_TERMINAL
+            self.has_chance = self.has_chance or bool((kind == KIND_CHANCE).any())
+            num_level_terminals = int(terminal.sum())
+            self.terminal_index.append(
+                torch.nonzero(terminal).squeeze(1).to(device)
+                if 0 < num_level_terminals < n else None)
+            del terminal
+            self.edge_prob[s:e] = level.chance_prob.to(device=device, dtype=dtype)
+            terminal_utility = _terminal_utility(level)
+            t0 = self.terminal_start[-1]
+            t1 = t0 + int(terminal_utility.shape[0])
+            self.terminal_start.append(t1)
+            utility[:, t0:t1] = terminal_utility.t().to(device=device, dtype=dtype)
+            del terminal_utility
+            if d > 0:
+                assert prev_kind is not None
+                parent = level.parent.to(device=device, dtype=torch.long)
+                self.parent_local.append(parent)
+                parent_kind = prev_kind[parent.cpu()]
+                slot = level.parent_action_slot.cpu().long()
+                for q in range(n_players + 1):
+                    actor = KIND_CHANCE if q == n_players else q
+                    below = parent_kind == actor
+                    count = int(below.sum())
+                    self.level_share[q].append("none" if count == 0 else
+                                               "all" if count == n else "mixed")
+                    if q == n_players or count == 0:
+                        continue
+                    a0 = self.slot_range[q][0]
+                    if count == n:
+                        local_slot = new_of_old_slot[slot] - a0
+                        self.player_levels[q].append(_PlayerLevel(
+                            d, None, parent, local_slot.to(device), chunk))
+                    else:
+                        self.mixed_mask[q][d] = below.to(device)
+                        child_index = torch.nonzero(below).squeeze(1)
+                        local_slot = new_of_old_slot[slot[child_index]] - a0
+                        self.player_levels[q].append(_PlayerLevel(
+                            d, child_index.to(device), parent[child_index.to(device)],
+                            local_slot.to(device), chunk))
+                del parent, parent_kind, slot
+            prev_kind = kind
+        del prev_kind
+        self.utility = utility
+        self.num_terminals = num_terminals
+        # first level holding a child of p's decision node (depth when p never acts)
+        self.first_level = [levels[0].depth if levels else len(sizes)
+                            for levels in self.player_levels]
+        self.max_level_nodes = max(sizes) if sizes else 0
         self.device = device
         self.dtype = dtype
 
@@ -266,9 +320,10 @@ class _NumpyPasses:
     operations, same sequential summation order) on numpy views that share memory with
     the solver's tensors, so the results are bitwise identical to the torch path and
     every public method, checkpoint and resume of the solver is unchanged.  Segment sums
-    into zeroed buffers use ``np.bincount`` (sequential, like ``scatter_add_``); the
-    cumulative regrets use ``np.add.at`` (history by history into ``R``, like the torch
-    path and OpenSpiel).
+    into zeroed buffers use ``np.bincount`` (sequential, like ``scatter_add_``); sums into
+    buffers that already hold values use ``np.add.at`` (element by element, like
+    ``scatter_add_``).  Small trees never reach :data:`PASS_CHUNK`, so each level is one
+    piece here as in the torch passes.
     """
 
     def __init__(self, solver: "TensorCFRSolver") -> None:
@@ -276,34 +331,42 @@ class _NumpyPasses:
         n_players = flat.num_players
         self.num_players = n_players
         self.variant = solver.variant
-        self.utility_rows = [solver._utility_row(p).numpy() for p in range(n_players)]
+        self.load = [[(values.numpy(), None if index is None else index.numpy(), util.numpy())
+                      for values, index, util in views] for views in solver._load_player]
         self.value_rows = [row.numpy() for row in solver._value_rows]
         # (values_child, edge_prob, scratch, values_parent, parent_local, parent count)
         self.backward = [[(vc.numpy(), ep.numpy(), sc.numpy(), vp.numpy(),
                            index.numpy(), int(vp.shape[-1]))
                           for vc, ep, sc, vp, index, _ in views]
                          for views in solver._backward_player]
+        self.forward_player = [[(rp.numpy(), index.numpy(), ro.numpy(),
+                                 None if factor is None else factor.numpy())
+                                for rp, index, ro, factor, _ in views]
+                               for views in solver._forward_player]
+        self.set_edges = [[(ep.numpy(), None if child is None else child.numpy(), slot.numpy())
+                           for ep, child, slot in views] for views in solver._edge_views]
+        self.mixed_factors = [[(mask.numpy(), ep.numpy(), factor.numpy())
+                               for mask, ep, factor in views]
+                              for views in solver._mixed_factor_views]
 
-        def forward(views: list[tuple]) -> list[tuple]:
-            return [(rp.numpy(), index.numpy(), ro.numpy(),
-                     None if factor is None else factor.numpy())
-                    for rp, index, ro, factor, _ in views]
+        def update(views: list[tuple]) -> list[tuple]:
+            out = []
+            for before, after, own, values_parent, values_level, pieces in views:
+                assert len(pieces) == 1  # small trees: one piece per level
+                _, child_index, parent_index, slot = pieces[0]
+                out.append(([r.numpy() for r in before], [r.numpy() for r in after],
+                            own.numpy(), values_parent.numpy(), values_level.numpy(),
+                            None if child_index is None else child_index.numpy(),
+                            parent_index.numpy(), slot.numpy()))
+            return out
 
-        self.forward_player = [forward(views) for views in solver._forward_player]
-        self.forward_chance = forward(solver._forward_chance)
-        self.edge_prob = solver._edge_prob.numpy()
-        self.factor_rows = [None if row is None else row.numpy() for row in solver._factor_rows]
-        self.reach_flat = solver._reach_flat.numpy()
-        self.edge_reach_index = [t.numpy().astype(np.intp) for t in flat.edge_reach_index]
-        self.edge_child = [t.numpy() for t in flat.edge_child]
-        self.edge_child_parent = [t.numpy().astype(np.intp) for t in flat.edge_child_parent]
-        self.edge_slot = [t.numpy() for t in flat.edge_slot_local]
-        self.action_infoset = [t.numpy() for t in flat.local_action_infoset]
-        self.uniform = [t.numpy() for t in flat.uniform]
+        self.update = [update(views) for views in solver._update_views]
         self.regrets = [t.numpy() for t in solver._regret_views]
         self.predictions = [t.numpy() for t in solver._prediction_views]  # pcfr+ only
         self.average = [t.numpy() for t in solver._average_views]
         self.strategy = [t.numpy() for t in solver._strategy_views]
+        self.action_infoset = [t.numpy() for t in flat.local_action_infoset]
+        self.uniform = [t.numpy() for t in flat.uniform]
         self.num_infosets = [i1 - i0 for i0, i1 in flat.infoset_range]
 
     @staticmethod
@@ -315,18 +378,19 @@ class _NumpyPasses:
 
     def refresh_all(self) -> None:
         """As :meth:`TensorCFRSolver._refresh_all`."""
-        self._forward(self.forward_chance)
         for p in range(self.num_players):
             self._set_edges(p)
             self._forward(self.forward_player[p])
 
     def _set_edges(self, player: int) -> None:
-        probs = self.strategy[player][self.edge_slot[player]]
-        children = self.edge_child[player]
-        self.edge_prob[children] = probs
-        factor_row = self.factor_rows[player]
-        if factor_row is not None:
-            factor_row[children] = probs
+        strategy = self.strategy[player]
+        for edge_prob, child_index, slot in self.set_edges[player]:
+            if child_index is None:
+                edge_prob[...] = strategy[slot]
+            else:
+                edge_prob[child_index] = strategy[slot]
+        for mask, edge_prob, factor in self.mixed_factors[player]:
+            factor[...] = np.where(mask, edge_prob, 1.0)
 
     def _discount(self, regrets: np.ndarray, t: int) -> None:
         """In-place :func:`discount_regrets` (same elementwise operations)."""
@@ -348,7 +412,14 @@ class _NumpyPasses:
         decay = average_decay(self.variant, t)
         for p in range(n_players):
             values = self.value_rows[p]
-            values[...] = self.utility_rows[p]
+            for level_values, terminal_index, utility in self.load[p]:
+                if terminal_index is not None:
+                    level_values[...] = 0.0
+                    level_values[terminal_index] = utility
+                elif utility.shape[-1]:
+                    level_values[...] = utility
+                else:
+                    level_values[...] = 0.0
             for values_child, edge_prob, scratch, values_parent, parent_local, count in \
                     self.backward[p]:
                 np.multiply(values_child, edge_prob, out=scratch)
@@ -358,29 +429,39 @@ class _NumpyPasses:
             self._set_edges(p)
             self._forward(self.forward_player[p])
 
+    @staticmethod
+    def _product(rows: list[np.ndarray]) -> np.ndarray | None:
+        """Elementwise product of ``rows`` left to right (None for no rows)."""
+        if not rows:
+            return None
+        product = rows[0]
+        for row in rows[1:]:
+            product = product * row
+        return product
+
     def _update_player(self, p: int, values: np.ndarray, t: int, decay: float) -> None:
         """Regret, average and regret-matching updates of player ``p`` from its values."""
-        n_players = self.num_players
         regrets = self.regrets[p]
-        slots = self.edge_slot[p]
-        n_edges = slots.shape[0]
-        # reach rows 0..P at the edges' parents, [P+1, E]
-        reach = self.reach_flat[self.edge_reach_index[p]].reshape(n_players + 1, n_edges)
-        edge_values = values[self.edge_child_parent[p]]
-        edge_regret = edge_values[:n_edges] - edge_values[n_edges:]
-        if n_players == 2:
-            edge_regret *= reach[1 - p] * reach[2]
-        else:
-            counterfactual_reach = np.prod(reach[p + 1:], 0)
-            if p > 0:
-                counterfactual_reach = np.prod(reach[:p], 0) * counterfactual_reach
-            edge_regret *= counterfactual_reach
         num_slots = regrets.shape[0]
+        own_reach = np.zeros(num_slots)
         if self.variant.predictive:
-            self.predictions[p][...] = np.bincount(slots, edge_regret, num_slots)  # pcfr+
-        np.add.at(regrets, slots, edge_regret)
+            instant = self.predictions[p]
+            instant[...] = 0.0
+        for before, after, own, values_parent, values_level, child_index, parent_index, \
+                slot in self.update[p]:
+            after_product = self._product(after)
+            before_product = self._product(before)
+            counterfactual = (after_product if before_product is None else before_product
+                              if after_product is None else before_product * after_product)
+            child = values_level if child_index is None else values_level[child_index]
+            edge_regret = child - values_parent[parent_index]
+            if counterfactual is not None:
+                edge_regret *= counterfactual[parent_index]
+            if self.variant.predictive:
+                np.add.at(instant, slot, edge_regret)  # pcfr+
+            np.add.at(regrets, slot, edge_regret)
+            np.add.at(own_reach, slot, own[parent_index])
         self._discount(regrets, t)
-        own_reach = np.bincount(slots, reach[p], num_slots)
         average = self.average[p]
         if decay != 1.0:
             average *= decay
@@ -479,23 +560,28 @@ class TensorCFRSolver:
         self._strategy = regret_matching(self._regrets, flat.action_infoset, flat.num_infosets)
         self._slot_views = [slice(a0, a1) for a0, a1 in flat.slot_range]
         # Persistent per-node buffers (in-place updates, so per-level views stay valid).
-        n_nodes = flat.num_nodes
-        self._edge_prob = flat.chance_factor.clone()  # probability of the edge into each node
-        self._reach = torch.ones((n_players + 1, n_nodes), **kw)  # reach[q, n]
-        self._reach_flat = self._reach.view(-1)
-        # Expected values of the updating player(s) and the edge_prob x values scratch:
-        # alternating updates handle one player at a time, so one row serves them all.
+        self._edge_prob = flat.edge_prob  # probability of the edge into each node
+        # reach[q, n]: reach probability of player q at node n (chance: row n_players,
+        # kept only when the game has chance nodes; constant, computed once).
+        self._reach_rows = n_players + (1 if flat.has_chance else 0)
+        self._reach = torch.ones((self._reach_rows, flat.num_nodes), **kw)
+        # Expected values of the updating player(s): alternating updates handle one player
+        # at a time, so one row serves them all.  The edge_prob x values scratch only
+        # spans one chunk of a level.
         value_rows = 1 if self.alternating else n_players
-        self._values = torch.zeros((value_rows, n_nodes), **kw)
-        self._scratch = torch.zeros((value_rows, n_nodes), **kw)
+        self._values = torch.zeros((value_rows, flat.num_nodes), **kw)
+        self._scratch = torch.zeros((value_rows, min(flat.chunk, flat.max_level_nodes)), **kw)
         starts = flat.level_start
         self._levels = [(starts[d], starts[d + 1]) for d in range(len(starts) - 1)]
         self._slot_state_views()
         self._build_pass_views()
         self._numpy_passes: _NumpyPasses | None = None
         if (self.alternating and self.device.type == "cpu" and self.dtype == torch.float64
-                and flat.num_nodes <= self.numpy_fast_path_max_nodes):
+                and flat.num_nodes <= self.numpy_fast_path_max_nodes
+                and flat.max_level_nodes <= flat.chunk):
             self._numpy_passes = _NumpyPasses(self)
+        self._forward(self._forward_chance)  # constant: the chance probabilities only
+        self._forward_chance = []
         self._refresh_all()
         release_free_memory()  # the set-up's temporaries
 
@@ -508,138 +594,177 @@ class TensorCFRSolver:
         """Per-player views of the slot-indexed state, and per-player slot/infoset buffers
         (the state tensors are only ever updated in place, so the views stay valid)."""
         views = self._slot_views
+        kw = {"dtype": self.dtype, "device": self.device}
         self._regret_views = [self._regrets[v] for v in views]
-        self._infoset_totals = [torch.zeros(i1 - i0, dtype=self.dtype, device=self.device)
+        self._infoset_totals = [torch.zeros(i1 - i0, **kw)
                                 for i0, i1 in self._flat.infoset_range]
-        self._zero = torch.zeros((), dtype=self.dtype, device=self.device)
-        # Own reach summed per slot: written after the backward pass, so it lives in the
-        # (then unused) edge_prob x values scratch buffer (N > slots of any player).
-        scratch = self._scratch.view(-1)
-        self._own_reach_sums = [scratch[:v.stop - v.start] for v in views]
+        self._zero = torch.zeros((), **kw)
+        self._one = torch.ones((), **kw)
+        # Own reach summed per slot (players are updated one after the other: one buffer).
+        own = torch.zeros(max((v.stop - v.start for v in views), default=0), **kw)
+        self._own_reach_sums = [own[:v.stop - v.start] for v in views]
         self._average_views = [self._cumulative_strategy[v] for v in views]
         self._strategy_views = [self._strategy[v] for v in views]
         self._prediction_views = ([self._predictions[v] for v in views]
                                   if self.variant.predictive else [])
 
     def _build_pass_views(self) -> None:
-        """Precompute, per level, the tensor views the forward/backward passes touch.
+        """Precompute, per level (and per chunk of a long level), the tensor views the
+        passes touch.
 
         The buffers are only ever updated in place, so these views stay valid; this removes
         all slicing from the per-iteration loops."""
         flat = self._flat
         levels = self._levels
         parent_local = flat.parent_local
+        ts = flat.terminal_start
         depth = len(levels)
+        chunk = flat.chunk
+        n_players = flat.num_players
+        kw = {"dtype": self.dtype, "device": self.device}
+
+        def load_views(values: Tensor, utility: Tensor, lowest: int) -> list[tuple]:
+            """(level values, terminal positions or None, terminal utilities) per level
+            from ``lowest`` down: zeros at inner nodes and the payoffs at terminals before
+            each backward pass."""
+            out = []
+            for d in range(max(lowest, 0), depth):
+                s, e = levels[d]
+                index = flat.terminal_index[d]
+                if index is not None and values.dim() == 2:
+                    index = index.expand(values.shape[0], -1)
+                out.append((values[..., s:e], index, utility[..., ts[d]:ts[d + 1]]))
+            return out
 
         def backward_views(values: Tensor, scratch: Tensor, lowest: int) -> list[tuple]:
             out = []
             for d in range(depth - 1, max(lowest, 1) - 1, -1):
                 ps, pe = levels[d - 1]
                 s, e = levels[d]
-                # scatter_add_ wants the index shaped like the source ([E] or [P, E]).
-                index = parent_local[d].expand(values[..., s:e].shape)
-                out.append((values[..., s:e], self._edge_prob[s:e], scratch[..., s:e],
-                            values[..., ps:pe], index, values.dim() - 1))
+                for c0, c1 in _chunks(e - s, chunk):
+                    # scatter_add_ wants the index shaped like the source ([E] or [P, E]).
+                    index = parent_local[d][c0:c1].expand(values[..., s + c0:s + c1].shape)
+                    out.append((values[..., s + c0:s + c1], self._edge_prob[s + c0:s + c1],
+                                scratch[..., :c1 - c0], values[..., ps:pe], index,
+                                values.dim() - 1))
             return out
 
-        def forward_views(row: int, reach: Tensor, factor: Tensor | None,
-                          first: int) -> list[tuple]:
+        def forward_views(row: int, first: int) -> list[tuple]:
             """Views of one reach row's forward pass.  A level whose nodes all hang below
             the row's actor multiplies by ``edge_prob`` directly, a level with none of them
-            only gathers (factor 1), and only mixed levels read the ``factor`` row."""
+            only gathers (factor 1), and mixed levels read a factor buffer (chance: the
+            initial ``edge_prob``, which is 1 below decision nodes)."""
+            reach = self._reach[row]
             out = []
             for d in range(max(first, 1), depth):
                 ps, pe = levels[d - 1]
                 s, e = levels[d]
                 share = flat.level_share[row][d]
-                level_factor = (self._edge_prob[s:e] if share == "all" else
-                                None if share == "none" else factor[s:e])  # type: ignore[index]
-                out.append((reach[ps:pe], parent_local[d], reach[s:e], level_factor, 0))
+                factor = (None if share == "none" else
+                          self._mixed_factor[row][d] if share == "mixed" and row < n_players
+                          else self._edge_prob[s:e])
+                out.append((reach[ps:pe], parent_local[d], reach[s:e], factor, 0))
             return out
 
-        n_players = flat.num_players
-        # Per-player edge buffers: gathered reach rows, child/parent values, edge regrets.
-        self._edge_buffers: list[dict[str, Any]] = []
-        kw = {"dtype": self.dtype, "device": self.device}
-        # Players are updated one after the other, so they share one set of edge buffers
-        # (sized for the player with the most decision edges).
-        max_edges = max((int(t.numel()) for t in flat.edge_child), default=0)
-        reach_storage = torch.zeros((n_players + 1) * max_edges, **kw)
-        values_storage = torch.zeros(2 * max_edges, **kw)
-        regret_storage = torch.zeros(max_edges, **kw)
-        for p in range(n_players):
-            n_edges = int(flat.edge_child[p].numel())
-            # reach rows at the edge parents [P+1, E]; child values, parent values [2, E].
-            reach = reach_storage[:(n_players + 1) * n_edges].view(n_players + 1, n_edges)
-            values = values_storage[:2 * n_edges].view(2, n_edges)
-            self._edge_buffers.append({
-                "reach_flat": reach.view(-1),
-                "reach_before": reach[:p] if p > 0 else None,  # players 0..p-1
-                "reach_after": reach[p + 1:],  # players p+1..n-1, then chance
-                "cf_factors": [reach[q] for q in range(n_players + 1) if q != p],
-                "own_reach": reach[p],
-                "values_flat": values.view(-1), "child_values": values[0],
-                "parent_values": values[1],
-                "regret": regret_storage[:n_edges]})
         first = flat.first_level
         lowest_all = min(first) if first else depth
-        # A player's backward pass stops at the level of its shallowest decision node
-        # (values above it are never read).
+        # Values of the updating player: a player's backward pass stops at the level of
+        # its shallowest decision node (values above it are never read).
         self._value_rows = [self._values[0 if self.alternating else p]
                             for p in range(n_players)]
         scratch_rows = [self._scratch[0 if self.alternating else p] for p in range(n_players)]
+        utility = flat.utility
+        self._load_player = [load_views(self._value_rows[p], utility[p], first[p] - 1)
+                             for p in range(n_players)]
+        self._load_all = ([] if self.alternating else
+                          load_views(self._values, utility, lowest_all - 1))
         self._backward_player = [backward_views(self._value_rows[p], scratch_rows[p], first[p])
                                  for p in range(n_players)]
         self._backward_all = ([] if self.alternating else
                               backward_views(self._values, self._scratch, lowest_all))
-        # Factor rows (edge probability where row q acts, 1 elsewhere) are only read on
-        # "mixed" levels: kept only for the rows that have one (chance's row is constant).
-        self._needs_factor_row = [any(share == "mixed" for share in flat.level_share[p])
-                                  for p in range(n_players)]
-        self._factor_rows: list[Tensor | None] = [
-            torch.ones(flat.num_nodes, **kw) if self._needs_factor_row[p] else None
+        # Forward factors of mixed levels (edge probability below the player, 1 elsewhere),
+        # only for the levels that have them.
+        self._mixed_factor: list[dict[int, Tensor]] = [
+            {d: torch.ones(levels[d][1] - levels[d][0], **kw) for d in flat.mixed_mask[p]}
             for p in range(n_players)]
-        self._forward_player = [forward_views(p, self._reach[p], self._factor_rows[p], first[p])
-                                for p in range(n_players)]
-        self._forward_chance = forward_views(n_players, self._reach[n_players],
-                                             flat.chance_factor, 1)
+        self._mixed_factor_views = [
+            [(mask, self._edge_prob[levels[d][0]:levels[d][1]], self._mixed_factor[p][d])
+             for d, mask in flat.mixed_mask[p].items()]
+            for p in range(n_players)]
+        self._forward_player = [forward_views(p, first[p]) for p in range(n_players)]
+        self._forward_chance = forward_views(n_players, 1) if flat.has_chance else []
+        # Setting a player's edge probabilities from its strategy, level by level.
+        self._edge_views = [[(self._edge_prob[levels[pl.depth][0]:levels[pl.depth][1]],
+                              pl.child_index, pl.slot) for pl in flat.player_levels[p]]
+                            for p in range(n_players)]
+        # Regret updates, level by level: the counterfactual reach of the updating player
+        # at the parents (product of the other rows, in OpenSpiel's order: players before
+        # p, then after p, then chance), its own reach there, the parents' and the level's
+        # values, and the edges in chunks.
+        max_edges = max((int(pl.slot.shape[0]) for levels_p in flat.player_levels
+                         for pl in levels_p), default=0)
+        edge_size = min(chunk, max_edges)
+        self._edge_a = torch.zeros(edge_size, **kw)
+        self._edge_b = torch.zeros(edge_size, **kw)
+        rows_needed = max((len([q for q in range(self._reach_rows) if q != p])
+                           for p in range(n_players)), default=0)
+        cf_size = flat.max_level_nodes if rows_needed > 1 else 0
+        self._cf_a = torch.zeros(cf_size, **kw)
+        self._cf_b = torch.zeros(cf_size if n_players > 2 else 0, **kw)
+        self._update_views: list[list[tuple]] = []
+        for p in range(n_players):
+            values = self._value_rows[p]
+            before_rows = list(range(p))
+            after_rows = list(range(p + 1, self._reach_rows))
+            views = []
+            for pl in flat.player_levels[p]:
+                d = pl.depth
+                ps, _ = levels[d - 1]
+                s, e = levels[d]
+                pieces = []
+                for c0, c1 in pl.chunks:
+                    pieces.append((c1 - c0,
+                                   None if pl.child_index is None else pl.child_index[c0:c1],
+                                   pl.parent_index[c0:c1], pl.slot[c0:c1]))
+                pe = levels[d - 1][1]
+                views.append(([self._reach[q, ps:pe] for q in before_rows],
+                              [self._reach[q, ps:pe] for q in after_rows],
+                              self._reach[p, ps:pe], values[ps:pe], values[s:e], pieces))
+            self._update_views.append(views)
 
     def _build_utilities(self) -> None:
-        """Terminal utilities as one contiguous row per player [P, N] (built before the
-        other buffers, so the moment both copies exist is not the set-up's peak)."""
+        """Share the terminal utilities with the tree: the solver keeps them as one
+        contiguous row per player over the terminal nodes ([P, T], ``_FlatTree.utility``,
+        what each iteration copies from); a tree in the compact layout (``terminal_utility``
+        per level) is rebound to views of those rows when device and dtype match, so one
+        copy of the utilities exists."""
         flat = self._flat
-        n_players = flat.num_players
-        kw = {"dtype": self.dtype, "device": self.device}
-        # Terminal utilities, one contiguous row per player [P, N] (each iteration starts
-        # with one contiguous copy of a row: a strided copy out of the tree's [N_d, P]
-        # levels measured ~8% slower per iteration on liars_dice).  When the tree's
-        # levels already have the solver's device and dtype, they are rebound to views
-        # of these rows ([N_d, P], same values), so one copy of the utilities exists.
-        tree = self.tree
-        utility = torch.zeros((n_players, flat.num_nodes), **kw)
-        share = all(level.utility.device == self.device and level.utility.dtype == self.dtype
-                    for level in tree.levels)
-        for d, level in enumerate(tree.levels):
-            s, e = (flat.level_start[d], flat.level_start[d + 1])
-            utility[:, s:e].copy_(level.utility.t())
-            if share:
-                level.utility = utility[:, s:e].t()
+        utility = flat.utility
         self._utility_by_player = utility
-        self._utility_rows = [utility[p] for p in range(n_players)]
+        tree = self.tree
+        share = all(getattr(level, "terminal_utility", None) is not None
+                    and level.terminal_utility.device == self.device
+                    and level.terminal_utility.dtype == self.dtype for level in tree.levels)
         if share:
+            for d, level in enumerate(tree.levels):
+                level.terminal_utility = utility[:, flat.terminal_start[d]:
+                                                 flat.terminal_start[d + 1]].t()
             release_free_memory()  # the tree's former per-level utility arrays
 
     def _load_utilities(self, values: Tensor, player: int | None) -> None:
-        """Fill ``values`` [N] with ``player``'s utilities (``player`` None: ``values`` is
-        [P, N], every player), zeros at non-terminal nodes (as the tree stores them)."""
-        if player is None:
-            values.copy_(self._utility_by_player)
-        else:
-            values.copy_(self._utility_rows[player])
-
-    def _utility_row(self, player: int) -> Tensor:
-        """``player``'s utilities [N] (read by the numpy fast path, small trees)."""
-        return self._utility_rows[player]
+        """Fill ``values`` ([N] for ``player``, [P, N] for every player when ``player`` is
+        None) with zeros at inner nodes and the terminal utilities, on the levels its
+        backward pass reads."""
+        views = self._load_all if player is None else self._load_player[player]
+        dim = values.dim() - 1
+        for level_values, terminal_index, utility in views:
+            if terminal_index is not None:
+                level_values.zero_()
+                level_values.scatter_(dim, terminal_index, utility)
+            elif utility.shape[-1]:
+                level_values.copy_(utility)  # a level of terminals only
+            else:
+                level_values.zero_()
 
     @classmethod
     def checkpoint_class(cls) -> "type[TensorCFRSolver]":
@@ -675,11 +800,11 @@ class TensorCFRSolver:
 
     # ------------------------------------------------------------------ passes
     def _refresh_all(self) -> None:
-        """Recompute edge probabilities and every reach row from the current strategy."""
+        """Recompute edge probabilities and every player's reach row from the current
+        strategy (the chance row is constant, computed once when the solver is built)."""
         if self._numpy_passes is not None:
             self._numpy_passes.refresh_all()
             return
-        self._forward(self._forward_chance)
         for p in range(self._flat.num_players):
             self._set_edges(p)
             self._forward(self._forward_player[p])
@@ -706,49 +831,76 @@ class TensorCFRSolver:
             torch.mul(values_child, edge_prob, out=scratch)
             values_parent.scatter_add_(dim, parent_local, scratch)
 
+    def _counterfactual_reach(self, before: list[Tensor], after: list[Tensor]) -> Tensor | None:
+        """Product of the other reach rows at one level's parents (players before the
+        updating one, times the rows after it, chance last; each group multiplied left to
+        right); None when there is no other row."""
+        def product(rows: list[Tensor], out: Tensor) -> Tensor | None:
+            if not rows:
+                return None
+            if len(rows) == 1:
+                return rows[0]
+            torch.mul(rows[0], rows[1], out=out)
+            for row in rows[2:]:
+                out.mul_(row)
+            return out
+
+        n = int((after or before or [self._cf_a])[0].shape[0])
+        after_product = product(after, self._cf_a[:n])
+        before_product = product(before, self._cf_b[:n])
+        if before_product is None:
+            return after_product
+        if after_product is None:
+            return before_product
+        return torch.mul(before_product, after_product, out=self._cf_a[:n])
+
     def _player_update(self, player: int, values: Tensor) -> None:
-        """Regret and average updates of ``player`` from its expected values [N]."""
-        flat = self._flat
+        """Regret and average updates of ``player`` from its expected values [N]
+        (``values``: the row the update views were built on)."""
         regrets = self._regret_views[player]
         if regrets.numel() == 0:
             return
         t = self.iteration
-        # Reach rows at the parent of every decision edge of the player, gathered in one
-        # go: [P+1, E], rows players 0..P-1 then chance.
-        buffers = self._edge_buffers[player]
-        torch.index_select(self._reach_flat, 0, flat.edge_reach_index[player],
-                           out=buffers["reach_flat"])
-        # Instantaneous counterfactual regret of each edge: cf_reach(h) (v(ha) - v(h)),
-        # cf_reach multiplied in OpenSpiel's order (players before p) x (after p, chance).
-        torch.index_select(values, 0, flat.edge_child_parent[player], out=buffers["values_flat"])
-        edge_regret = buffers["regret"]
-        torch.sub(buffers["child_values"], buffers["parent_values"], out=edge_regret)
-        factors = buffers["cf_factors"]
-        if len(factors) == 2:  # two players: one other player and chance
-            edge_regret.mul_(factors[0] * factors[1])
-        else:
-            before, after = buffers["reach_before"], buffers["reach_after"]
-            counterfactual_reach = torch.prod(after, 0)
-            if before is not None:
-                counterfactual_reach = torch.prod(before, 0) * counterfactual_reach
-            edge_regret.mul_(counterfactual_reach)
-        slot_index = flat.edge_slot_local[player]
+        own_reach = self._own_reach_sums[player]
+        own_reach.zero_()
+        instant = None
         if self.variant.predictive:
             instant = self._prediction_views[player]
             instant.zero_()
-            instant.scatter_add_(0, slot_index, edge_regret)
-        # Regrets are added history by history straight into the cumulative regrets (as
-        # OpenSpiel does: the same rounding, so regrets that cancel exactly stay exactly 0),
-        # then floored / discounted.
-        regrets.scatter_add_(0, slot_index, edge_regret)
+        edge_a, edge_b = self._edge_a, self._edge_b
+        for before, after, own, values_parent, values_level, pieces in \
+                self._update_views[player]:
+            # cf_reach(h) at the level's parents, multiplied in OpenSpiel's order
+            # (players before p) x (after p, chance).
+            counterfactual = self._counterfactual_reach(before, after)
+            start = 0
+            for n, child_index, parent_index, slot in pieces:
+                # Instantaneous counterfactual regret of each edge: cf_reach(h) (v(ha) - v(h)).
+                regret = edge_a[:n]
+                gathered = edge_b[:n]
+                torch.index_select(values_parent, 0, parent_index, out=regret)
+                if child_index is None:
+                    child = values_level[start:start + n]
+                else:
+                    child = torch.index_select(values_level, 0, child_index, out=gathered)
+                torch.sub(child, regret, out=regret)
+                if counterfactual is not None:
+                    torch.index_select(counterfactual, 0, parent_index, out=gathered)
+                    regret.mul_(gathered)
+                if instant is not None:
+                    instant.scatter_add_(0, slot, regret)
+                # Regrets are added history by history straight into the cumulative
+                # regrets (as OpenSpiel does: the same rounding, so regrets that cancel
+                # exactly stay exactly 0), then floored / discounted.
+                regrets.scatter_add_(0, slot, regret)
+                # Own reach summed over the infoset's histories (one edge per history and
+                # slot): times the current strategy, this iteration's average weight.
+                torch.index_select(own, 0, parent_index, out=gathered)
+                own_reach.scatter_add_(0, slot, gathered)
+                start += n
         discount_regrets(regrets, self.variant, t, out=regrets)
-        # Own reach summed over the infoset's histories (one edge per history and slot),
-        # times the current strategy: this iteration's contribution to the average.
         # (update_average(average, own_reach x strategy); a separate multiply and add, not
         # addcmul_, measured to round differently from the numpy fast path's a + b * c.)
-        own_reach = self._own_reach_sums[player]
-        own_reach.zero_()
-        own_reach.scatter_add_(0, slot_index, buffers["own_reach"])
         average = self._average_views[player]
         decay = average_decay(self.variant, t)
         if decay != 1.0:
@@ -768,14 +920,16 @@ class TensorCFRSolver:
                                  out=self._strategy_views[player])
 
     def _set_edges(self, player: int) -> None:
-        """Copy player ``player``'s current strategy onto its edges (edge_prob and factor)."""
-        flat = self._flat
-        probs = self._strategy_views[player].index_select(0, flat.edge_slot_local[player])
-        children = flat.edge_child[player]
-        self._edge_prob.index_copy_(0, children, probs)
-        factor_row = self._factor_rows[player]
-        if factor_row is not None:
-            factor_row.index_copy_(0, children, probs)
+        """Copy ``player``'s current strategy onto the edges below its decision nodes
+        (``edge_prob``, and the factor buffers of mixed levels)."""
+        strategy = self._strategy_views[player]
+        for edge_prob, child_index, slot in self._edge_views[player]:
+            if child_index is None:
+                torch.index_select(strategy, 0, slot, out=edge_prob)
+            else:
+                edge_prob.index_copy_(0, child_index, strategy.index_select(0, slot))
+        for mask, edge_prob, factor in self._mixed_factor_views[player]:
+            torch.where(mask, edge_prob, self._one, out=factor)
 
     # ------------------------------------------------------------------ public API
     def evaluate_and_update_policy(self) -> None:
@@ -873,7 +1027,7 @@ class TensorCFRSolver:
         self._strategy.copy_(self._from_tree_order(state["strategy"]))
         if self.variant.predictive:
             self._predictions.copy_(self._from_tree_order(state["predictions"]))
-        self._reach.fill_(1.0)
+        self._reach[:self._flat.num_players].fill_(1.0)  # the chance row is constant
         self.iteration = int(iteration)
         self._refresh_all()
 
