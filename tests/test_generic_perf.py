@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from tensorcfr.core.cfr import TensorCFRSolver
-from tensorcfr.core.tree import LevelTree
+from tensorcfr.core.tree import KIND_TERMINAL, LevelTree
 from tensorcfr.errors import MemoryLimitError
 from tensorcfr.games.openspiel import flatten_game
 
@@ -32,13 +32,21 @@ def test_depth_first_walk_equals_breadth_first_levels(game: str, filename: str) 
                 "action_infoset", "action_id"):
         assert torch.equal(state[key], reference[key]), key
     assert len(tree.levels) == len(reference["levels"])
-    for d, (level, expected) in enumerate(zip(state["levels"], reference["levels"])):
-        for key, tensor in level.items():
-            wanted = expected[key]
+    for d, (level, expected) in enumerate(zip(tree.levels, reference["levels"])):
+        # The compact layout: int32 indices, terminal payoffs and chance-edge
+        # probabilities only; its dense views equal the reference's arrays.
+        for key in ("parent", "infoset", "parent_action_slot"):
+            assert getattr(level, key).dtype == torch.int32, (d, key)
+        dense = level.dense_dict()
+        assert set(dense) == set(expected), d
+        for key, wanted in expected.items():
+            tensor = dense[key]
             if key in ("parent", "infoset", "parent_action_slot"):
                 assert tensor.dtype == torch.long
                 wanted = wanted.long()
             assert tensor.dtype == wanted.dtype and torch.equal(tensor, wanted), (d, key)
+        assert torch.equal(level.terminal_utility, expected["utility"][
+            expected["kind"] == KIND_TERMINAL]), d
 
 
 def test_depth_first_walk_limits() -> None:
@@ -106,8 +114,12 @@ def test_alternating_solver_keeps_one_value_row(trees: dict[str, LevelTree]) -> 
     tree = trees["leduc_poker"]
     alternating = TensorCFRSolver(tree)
     simultaneous = TensorCFRSolver(tree, alternating=False)
-    assert alternating._values.shape == (1, tree.num_nodes)
-    assert simultaneous._values.shape == (2, tree.num_nodes)
+    # Values (and reach) are kept for the levels that hold inner nodes; the last level of
+    # leduc_poker holds terminals only, whose values are the utilities.
+    stored = alternating._flat.num_stored
+    assert stored == tree.num_nodes - tree.levels[-1].num_nodes
+    assert alternating._values.shape == (1, stored)
+    assert simultaneous._values.shape == (2, stored)
     # Utilities for terminal nodes only; no per-edge buffers the size of the tree (the
     # regret update goes level by level through chunk-sized scratch buffers).
     assert alternating._utility_by_player.shape == (2, tree.num_terminals)

@@ -1,9 +1,11 @@
 """Load OpenSpiel games with one-line errors and flatten them into a :class:`LevelTree`.
 
 The walk is depth first and touches every history exactly once (``state.child(a)``), so
-only about depth x branching OpenSpiel states are alive at any time; nodes go into compact
-typed arrays and a stable sort by depth gives the breadth-first level order.
-Information-state strings are mapped to infoset ids with a dict.  Memory is estimated
+only about depth x branching OpenSpiel states are alive at any time.
+Each node goes straight into the typed arrays of its depth, already in level order and in
+the compact :class:`~tensorcfr.core.tree.Level` layout.  Information-state strings are
+mapped to infoset ids with a dict during the walk and kept packed in an
+:class:`~tensorcfr.core.tree.InfosetKeys` afterwards.  Memory is estimated
 from the node and slot counts as the walk proceeds and the walk stops with a
 :class:`~tensorcfr.errors.MemoryLimitError` as soon as the estimate exceeds the budget.
 """
@@ -23,7 +25,8 @@ from typing import Callable, Iterator
 import numpy as np
 import torch
 
-from tensorcfr.core.tree import KIND_CHANCE, KIND_TERMINAL, Level, LevelTree, estimate_tree_bytes
+from tensorcfr.core.tree import (KIND_CHANCE, KIND_TERMINAL, InfosetKeys, Level, LevelTree,
+                                 estimate_tree_bytes)
 from tensorcfr.errors import MemoryLimitError, TensorCFRError
 from tensorcfr.utils.resources import current_rss_bytes, format_bytes, release_free_memory
 
@@ -194,6 +197,7 @@ def flatten_game(game: "str | object", *, max_memory_bytes: int | None = None,
     finally:
         if gc_was_enabled:
             gc.enable()
+    release_free_memory()  # the walk's dict and strings, before the recall check's arrays
     violations, example = perfect_recall_violations(tree)
     tree.metadata["perfect_recall"] = violations == 0
     tree.metadata["imperfect_recall_infosets"] = violations
@@ -205,19 +209,30 @@ def flatten_game(game: "str | object", *, max_memory_bytes: int | None = None,
     return tree
 
 
+def _new_level_arrays() -> tuple:
+    """Typed arrays of one depth, filled in level order by the walk: parent (int32, local to
+    the previous level), kind (int8), infoset (int32, walk-order id), parent_action_slot
+    (int32, walk-order slot), chance edge probabilities (float64, one per node whose slot
+    is -1) and terminal returns (float64, ``num_players`` per terminal)."""
+    return (array("i"), array("b"), array("i"), array("i"), array("d"), array("d"))
+
+
 def _flatten(loaded: "object", max_memory_bytes: int | None, dtype: torch.dtype,
              max_nodes: int | None,
              progress: "Callable[[int, int], None] | None" = None) -> LevelTree:
     """The depth-first walk of :func:`flatten_game` (no perfect-recall check).
 
-    Nodes are recorded in depth-first pre-order into compact typed arrays (about 40 bytes
-    per node) while only the states of the current path and their unvisited siblings are
-    alive (depth x branching states, instead of a whole breadth-first frontier).  A stable
-    sort by depth then yields the level order: within a depth, pre-order is the
+    Nodes are visited in depth-first pre-order while only the states of the current path
+    and their unvisited siblings are alive (depth x branching states).  Each node is
+    appended straight to the typed arrays of its depth: within a depth, pre-order is the
     lexicographic order of the action paths, which is exactly the breadth-first order
-    (children grouped by parent, parents in order).  Infosets and slots, numbered on first
-    sight during the walk, are renumbered by first occurrence in that level order, so the
-    tree is identical, node by node and slot by slot, to a breadth-first walk's.
+    (children grouped by parent, parents in order), so a node's index in its depth's arrays
+    is its final position in the level and no sort or second copy is needed.  The arrays
+    already hold the compact :class:`Level` layout (int32 indices, int8 kinds, terminal
+    payoffs only, chance-edge probabilities only): 13 bytes per node plus 8 per payoff.
+    Infosets and slots, numbered on first sight during the walk, are renumbered in place
+    by first occurrence in level order, so the tree is identical, node by node and slot by
+    slot, to a breadth-first walk's.
     """
     import pyspiel
 
@@ -227,8 +242,10 @@ def _flatten(loaded: "object", max_memory_bytes: int | None, dtype: torch.dtype,
     chance_id = int(pyspiel.PlayerId.CHANCE)
     float_bytes = torch.empty((), dtype=dtype).element_size()
 
+    # Information-state string -> walk-order infoset id.  The dict's insertion order is the
+    # id order, so the strings are kept once (no parallel list) and the dict is dropped as
+    # soon as the walk ends (the tree keeps them packed in an InfosetKeys).
     infoset_index: dict[str, int] = {}
-    infoset_keys: list[str] = []
     infoset_player = array("i")
     # Legal actions per infoset, as tuples shared through a pool (games have few distinct
     # legal-action sets): one pointer per infoset instead of one list each.
@@ -236,26 +253,16 @@ def _flatten(loaded: "object", max_memory_bytes: int | None, dtype: torch.dtype,
     action_sets: dict[tuple[int, ...], tuple[int, ...]] = {}
     infoset_offset = array("q")
     num_slots = 0
+    levels_arrays: list[tuple] = [_new_level_arrays()]
 
-    # One entry per node, in depth-first pre-order (walk order).
-    node_depth = array("i")
-    node_parent = array("q")  # walk index of the parent (-1 at the root)
-    node_kind = array("b")
-    node_infoset = array("q")  # walk-order infoset id (-1 if not a decision node)
-    node_slot = array("q")  # walk-order slot of the parent's action (-1 if no decision parent)
-    node_prob = array("d")  # chance probability of the incoming edge (1 otherwise)
-    terminal_nodes = array("q")
-    terminal_returns = array("d")  # num_players values per terminal
-
-    # Pending nodes: (state, parent walk index, depth, slot, chance prob); children are
-    # pushed in reverse so that they are popped (visited) in action order.
+    # Pending nodes: (state, parent's index in its level, depth, slot, chance prob);
+    # children are pushed in reverse so that they are popped (visited) in action order.
     stack: list[tuple] = [(loaded.new_initial_state(), -1, 0, -1, 1.0)]
     pop, push_all = stack.pop, stack.extend
-    append_depth, append_parent = node_depth.append, node_parent.append
-    append_kind, append_infoset = node_kind.append, node_infoset.append
-    append_slot, append_prob = node_slot.append, node_prob.append
     node_limit = max_nodes if max_nodes is not None else -1
     key_bytes = 0  # bytes of the information-state strings kept (and their dict entries)
+    terminals = 0
+    chance_edges = 0
     rss_start = current_rss_bytes()
     # Checks run every ``check_every`` OpenSpiel states created (nodes visited plus states
     # waiting on the stack): deep games such as chess push tens of thousands of large
@@ -263,95 +270,113 @@ def _flatten(loaded: "object", max_memory_bytes: int | None, dtype: torch.dtype,
     check_every = 1024
     next_check = check_every
     node = -1
-    while stack:
-        state, parent, depth, slot, prob = pop()
-        node += 1
-        if node == node_limit:
-            raise MemoryLimitError(
-                f"{game_string} has more than {max_nodes} nodes (limit reached while walking)")
-        if node + len(stack) >= next_check:
-            next_check = node + len(stack) + check_every
-            if max_memory_bytes is not None:
-                _check_walk_memory(game_string, node, len(stack), num_slots, len(infoset_keys),
-                                   num_players, float_bytes, max_memory_bytes, key_bytes,
-                                   current_rss_bytes() - rss_start)
-            if progress is not None:
-                progress(node, len(infoset_keys))
-        append_depth(depth)
-        append_parent(parent)
-        append_slot(slot)
-        append_prob(prob)
-        player = state.current_player()
-        if player == terminal_id:
-            append_kind(KIND_TERMINAL)
-            append_infoset(-1)
-            terminal_nodes.append(node)
-            terminal_returns.extend(state.returns())
-        elif player == chance_id:
-            append_kind(KIND_CHANCE)
-            append_infoset(-1)
-            child_depth = depth + 1
-            push_all([(state.child(a), node, child_depth, -1, p)
-                      for a, p in reversed(state.chance_outcomes()) if p > 0.0])
-        elif player >= 0:
-            append_kind(player)
-            key = state.information_state_string(player)
-            legal = state.legal_actions(player)
-            info = infoset_index.get(key)
-            if info is None:
-                if not legal:
+    try:
+        while stack:
+            state, parent, depth, slot, prob = pop()
+            node += 1
+            if node == node_limit:
+                raise MemoryLimitError(
+                    f"{game_string} has more than {max_nodes} nodes (limit reached while "
+                    "walking)")
+            if node + len(stack) >= next_check:
+                next_check = node + len(stack) + check_every
+                if max_memory_bytes is not None:
+                    _check_walk_memory(game_string, node, len(stack), num_slots,
+                                       len(infoset_index), num_players, float_bytes,
+                                       max_memory_bytes, key_bytes,
+                                       current_rss_bytes() - rss_start, terminals,
+                                       chance_edges)
+                if progress is not None:
+                    progress(node, len(infoset_index))
+            parents, kinds, infosets, slots, probs, returns = levels_arrays[depth]
+            index = len(kinds)  # this node's position in its level
+            parents.append(parent)
+            slots.append(slot)
+            if slot < 0:
+                probs.append(prob)
+                chance_edges += 1
+            player = state.current_player()
+            if player == terminal_id:
+                kinds.append(KIND_TERMINAL)
+                infosets.append(-1)
+                returns.extend(state.returns())
+                terminals += 1
+            elif player == chance_id:
+                kinds.append(KIND_CHANCE)
+                infosets.append(-1)
+                child_depth = depth + 1
+                if child_depth == len(levels_arrays):
+                    levels_arrays.append(_new_level_arrays())
+                push_all([(state.child(a), index, child_depth, -1, p)
+                          for a, p in reversed(state.chance_outcomes()) if p > 0.0])
+            elif player >= 0:
+                kinds.append(player)
+                key = state.information_state_string(player)
+                legal = state.legal_actions(player)
+                info = infoset_index.get(key)
+                if info is None:
+                    if not legal:
+                        raise UnsupportedGameError(
+                            f"{game_string}: decision node without legal actions ({key!r})")
+                    info = len(infoset_index)
+                    key_bytes += len(key) + KEY_OVERHEAD_BYTES
+                    infoset_index[key] = info
+                    infoset_player.append(player)
+                    actions = tuple(legal)
+                    infoset_actions.append(action_sets.setdefault(actions, actions))
+                    infoset_offset.append(num_slots)
+                    num_slots += len(legal)
+                elif infoset_player[info] != player or infoset_actions[info] != tuple(legal):
                     raise UnsupportedGameError(
-                        f"{game_string}: decision node without legal actions ({key!r})")
-                info = len(infoset_keys)
-                key_bytes += len(key) + KEY_OVERHEAD_BYTES
-                infoset_index[key] = info
-                infoset_keys.append(key)
-                infoset_player.append(player)
-                actions = tuple(legal)
-                infoset_actions.append(action_sets.setdefault(actions, actions))
-                infoset_offset.append(num_slots)
-                num_slots += len(legal)
-            elif infoset_player[info] != player or infoset_actions[info] != tuple(legal):
+                        f"{game_string}: histories with information state {key!r} differ in "
+                        "acting player or legal actions (the info-state strings do not "
+                        "define information sets)")
+                infosets.append(info)
+                first_slot = infoset_offset[info]
+                child_depth = depth + 1
+                if child_depth == len(levels_arrays):
+                    levels_arrays.append(_new_level_arrays())
+                push_all([(state.child(legal[j]), index, child_depth, first_slot + j, 1.0)
+                          for j in range(len(legal) - 1, -1, -1)])
+            else:
                 raise UnsupportedGameError(
-                    f"{game_string}: histories with information state {key!r} differ in "
-                    "acting player or legal actions (the info-state strings do not define "
-                    "information sets)")
-            append_infoset(info)
-            first_slot = infoset_offset[info]
-            child_depth = depth + 1
-            push_all([(state.child(legal[j]), node, child_depth, first_slot + j, 1.0)
-                      for j in range(len(legal) - 1, -1, -1)])
-        else:
-            raise UnsupportedGameError(
-                f"{game_string}: node with player id {player} (simultaneous node in a "
-                "sequential game?)")
-        del state
+                    f"{game_string}: node with player id {player} (simultaneous node in a "
+                    "sequential game?)")
+            del state
+    except OverflowError:  # an int32 array overflowed: 2^31 slots, infosets or level nodes
+        raise MemoryLimitError(
+            f"{game_string} has more than 2^31 action slots or nodes in one level; too large "
+            "for the tensor CFR engine") from None
     total_nodes = node + 1
     if max_memory_bytes is not None:
-        _check_walk_memory(game_string, total_nodes, 0, num_slots, len(infoset_keys),
+        _check_walk_memory(game_string, total_nodes, 0, num_slots, len(infoset_index),
                            num_players, float_bytes, max_memory_bytes, key_bytes,
-                           current_rss_bytes() - rss_start)
+                           current_rss_bytes() - rss_start, terminals, chance_edges)
     if progress is not None:
-        progress(total_nodes, len(infoset_keys))
-    del infoset_index  # the keys are kept in infoset_keys
+        progress(total_nodes, len(infoset_index))
+    del stack
+    num_infosets = len(infoset_index)
+    walk_keys = list(infoset_index)  # walk-order id -> key (the dict's insertion order)
+    del infoset_index
+    if not levels_arrays[-1][1]:  # a depth created for children that had none (p == 0)
+        levels_arrays.pop()
 
-    # --- level order: stable sort of the walk order by depth.
-    depth_np = np.frombuffer(node_depth, dtype=np.intc)
-    order = np.argsort(depth_np, kind="stable")  # level-order position -> walk index
-    sizes = np.bincount(depth_np).tolist()
-    del depth_np, node_depth
-    level_of_walk = np.empty(total_nodes, dtype=np.int64)  # walk index -> level-order position
-    level_of_walk[order] = np.arange(total_nodes, dtype=np.int64)
-
-    # --- infosets and slots renumbered by first occurrence in level order.
-    num_infosets = len(infoset_keys)
-    walk_infoset = np.frombuffer(node_infoset, dtype=np.int64)[order]
-    del node_infoset
-    decision = walk_infoset >= 0
-    _, first_position = np.unique(walk_infoset[decision], return_index=True)
-    infoset_order = np.argsort(first_position, kind="stable")  # new id -> walk-order id
-    new_infoset_of_walk = np.empty(num_infosets, dtype=np.int64)
-    new_infoset_of_walk[infoset_order] = np.arange(num_infosets, dtype=np.int64)
+    # --- infosets and slots renumbered by first occurrence in level order, in place.
+    new_infoset_of_walk = np.full(num_infosets + 1, -1, dtype=np.int32)  # [-1] maps -1 -> -1
+    next_id = 0
+    for arrays in levels_arrays:
+        ids = np.frombuffer(arrays[2], dtype=np.int32)
+        seen = ids[ids >= 0]
+        if seen.size == 0:
+            continue
+        unique, first = np.unique(seen, return_index=True)
+        fresh = new_infoset_of_walk[unique] < 0
+        unique = unique[fresh][np.argsort(first[fresh], kind="stable")]
+        new_infoset_of_walk[unique] = np.arange(next_id, next_id + unique.size, dtype=np.int32)
+        next_id += int(unique.size)
+        del ids, seen, unique, first, fresh
+    infoset_order = np.empty(num_infosets, dtype=np.int64)  # new id -> walk-order id
+    infoset_order[new_infoset_of_walk[:-1]] = np.arange(num_infosets, dtype=np.int64)
     walk_num_actions = np.fromiter((len(a) for a in infoset_actions), dtype=np.int64,
                                    count=num_infosets)
     new_num_actions = walk_num_actions[infoset_order]
@@ -360,61 +385,43 @@ def _flatten(loaded: "object", max_memory_bytes: int | None, dtype: torch.dtype,
         new_offset[1:] = np.cumsum(new_num_actions)[:-1]
     walk_slot_infoset = np.repeat(np.arange(num_infosets, dtype=np.int64), walk_num_actions)
     walk_offset = np.frombuffer(infoset_offset, dtype=np.int64)
-    new_slot_of_walk = (new_offset[new_infoset_of_walk[walk_slot_infoset]]
-                        + np.arange(num_slots, dtype=np.int64) - walk_offset[walk_slot_infoset])
-    level_infoset = np.where(decision, new_infoset_of_walk[np.maximum(walk_infoset, 0)], -1)
-    del walk_infoset, decision
-    walk_slot = np.frombuffer(node_slot, dtype=np.int64)[order]
-    del node_slot
-    level_slot = np.where(walk_slot >= 0, new_slot_of_walk[np.maximum(walk_slot, 0)], -1)
-    del walk_slot
+    new_slot_of_walk = np.empty(num_slots + 1, dtype=np.int32)  # [-1] maps -1 -> -1
+    new_slot_of_walk[-1] = -1
+    new_slot_of_walk[:-1] = (new_offset[new_infoset_of_walk[walk_slot_infoset]]
+                             + np.arange(num_slots, dtype=np.int64)
+                             - walk_offset[walk_slot_infoset])
+    del walk_slot_infoset, walk_offset, infoset_offset
 
-    # --- parents as level-order positions; utilities of terminals.
-    walk_parent = np.frombuffer(node_parent, dtype=np.int64)[order]
-    del node_parent
-    level_parent = np.where(walk_parent >= 0, level_of_walk[np.maximum(walk_parent, 0)], -1)
-    del walk_parent
-    level_kind = np.frombuffer(node_kind, dtype=np.int8)[order]
-    level_prob = np.frombuffer(node_prob, dtype=np.float64)[order]
-    del node_kind, node_prob, order
-    utility = np.zeros((total_nodes, num_players), dtype=np.float64)
-    utility[level_of_walk[np.frombuffer(terminal_nodes, dtype=np.int64)]] = np.frombuffer(
-        terminal_returns, dtype=np.float64).reshape(-1, num_players)
-    del level_of_walk, terminal_nodes, terminal_returns
+    # --- per-level tensors: the typed arrays themselves (zero copy; CPython over-allocates
+    # them by about 6%), infoset and slot ids remapped in place.
+    levels: list[Level] = []
+    for d in range(len(levels_arrays)):
+        parents, kinds, infosets, slots, probs, returns = levels_arrays[d]
+        levels_arrays[d] = None  # type: ignore[call-overload]
+        for ids, table in ((infosets, new_infoset_of_walk), (slots, new_slot_of_walk)):
+            if ids:
+                view = np.frombuffer(ids, dtype=np.int32)
+                np.take(table, view, out=view, mode="wrap")  # -1 wraps to table[-1] == -1
+                del view
+        levels.append(Level(
+            parent=_tensor_over(parents, torch.int32),
+            kind=_tensor_over(kinds, torch.int8),
+            infoset=_tensor_over(infosets, torch.int32),
+            parent_action_slot=_tensor_over(slots, torch.int32),
+            chance_edge_prob=_tensor_over(probs, torch.float64).to(dtype),
+            terminal_utility=_tensor_over(returns, torch.float64).to(dtype).reshape(
+                -1, num_players)))
+        del parents, kinds, infosets, slots, probs, returns
+    del levels_arrays, new_infoset_of_walk
 
-    # Per-level tensors, one field at a time, each global array freed once split.
-    bounds = np.cumsum([0] + sizes).tolist()
-    spans = list(zip(bounds[:-1], bounds[1:]))
-    for d in range(len(spans) - 1, 0, -1):  # parents local to the previous level
-        level_parent[spans[d][0]:spans[d][1]] -= spans[d - 1][0]
-
-    def split(values: np.ndarray, as_dtype: torch.dtype | None = None) -> list[torch.Tensor]:
-        parts = [torch.from_numpy(values[s:e].copy()) for s, e in spans]
-        return parts if as_dtype is None else [part.to(as_dtype) for part in parts]
-
-    fields: dict[str, list[torch.Tensor]] = {"parent": split(level_parent)}
-    del level_parent
-    fields["kind"] = split(level_kind)
-    del level_kind
-    fields["infoset"] = split(level_infoset)
-    del level_infoset
-    fields["parent_action_slot"] = split(level_slot)
-    del level_slot
-    fields["chance_prob"] = split(level_prob, dtype)
-    del level_prob
-    fields["utility"] = split(utility, dtype)
-    del utility
-    levels = [Level(**{name: parts[d] for name, parts in fields.items()})
-              for d in range(len(spans))]
-    del fields
-
-    action_infoset = torch.repeat_interleave(torch.arange(num_infosets, dtype=torch.long),
+    action_infoset = torch.repeat_interleave(torch.arange(num_infosets, dtype=torch.int32),
                                              torch.from_numpy(new_num_actions))
-    action_id = np.empty(num_slots, dtype=np.int64)
-    action_id[new_slot_of_walk] = np.fromiter(chain.from_iterable(infoset_actions),
-                                              dtype=np.int64, count=num_slots)
-    del infoset_actions, action_sets
-    order_list = infoset_order.tolist()
+    action_id = np.empty(num_slots, dtype=np.int32)
+    action_id[new_slot_of_walk[:-1]] = np.fromiter(chain.from_iterable(infoset_actions),
+                                                   dtype=np.int32, count=num_slots)
+    del infoset_actions, action_sets, new_slot_of_walk
+    infoset_keys = InfosetKeys([walk_keys[i] for i in infoset_order.tolist()])
+    del walk_keys
     tree = LevelTree(
         num_players=num_players,
         levels=levels,
@@ -425,7 +432,7 @@ def _flatten(loaded: "object", max_memory_bytes: int | None, dtype: torch.dtype,
         infoset_action_offset=torch.from_numpy(new_offset),
         action_infoset=action_infoset,
         action_id=torch.from_numpy(action_id),
-        infoset_keys=[infoset_keys[i] for i in order_list],
+        infoset_keys=infoset_keys,
         game_string=game_string,
         metadata={"num_distinct_actions": loaded.num_distinct_actions(),
                   "short_name": loaded.get_type().short_name},
@@ -433,11 +440,20 @@ def _flatten(loaded: "object", max_memory_bytes: int | None, dtype: torch.dtype,
     return tree
 
 
+def _tensor_over(values: array, dtype: torch.dtype) -> torch.Tensor:
+    """A tensor sharing the memory of the typed array ``values`` (which it keeps alive)."""
+    if not values:
+        return torch.empty(0, dtype=dtype)
+    return torch.frombuffer(values, dtype=dtype)
+
+
 def _check_walk_memory(game_string: str, nodes: int, pending: int, num_slots: int,
                        num_infosets: int, num_players: int, float_bytes: int,
-                       max_memory_bytes: int, key_bytes: int = 0, rss_growth: int = 0) -> None:
+                       max_memory_bytes: int, key_bytes: int = 0, rss_growth: int = 0,
+                       terminals: int | None = None, chance_edges: int = 0) -> None:
     """Raise :class:`MemoryLimitError` when the tree + solver + walk estimate for the
-    ``nodes`` visited (and ``pending`` states on the stack, and ``key_bytes`` of
+    ``nodes`` visited (``terminals`` and ``chance_edges`` of them; ``pending`` states on
+    the stack, counted as possible terminals and chance edges; ``key_bytes`` of
     information-state strings) exceeds the budget, or when the process has already grown
     by more than the budget (``rss_growth`` bytes) since the walk started."""
     if rss_growth > max_memory_bytes:
@@ -447,8 +463,10 @@ def _check_walk_memory(game_string: str, nodes: int, pending: int, num_slots: in
             f"sets), more than the limit of {format_bytes(max_memory_bytes)}; this game is "
             "too large for the tensor CFR engine at this limit (raise --max-memory or pick a "
             "smaller game configuration)")
-    estimate = estimate_tree_bytes(nodes + pending, num_slots, num_infosets, num_players,
-                                   float_bytes)
+    estimate = estimate_tree_bytes(
+        nodes + pending, num_slots, num_infosets, num_players, float_bytes,
+        num_terminals=None if terminals is None else terminals + pending,
+        num_chance_edges=chance_edges + pending)
     estimate += pending * WALK_BYTES_PER_PENDING_STATE + (nodes + pending) * WALK_BYTES_PER_NODE
     estimate += key_bytes
     if estimate > max_memory_bytes:
@@ -456,6 +474,7 @@ def _check_walk_memory(game_string: str, nodes: int, pending: int, num_slots: in
             f"{game_string} needs more than {format_bytes(estimate)} (at least "
             f"{nodes + pending} nodes, {num_slots} action slots found so far); the limit is "
             f"{format_bytes(max_memory_bytes)}")
+
 
 def _recall_message(tree: LevelTree, violations: int, example: str | None) -> str:
     return (f"{tree.game_string} does not have perfect recall: information state {example!r} "
@@ -471,24 +490,35 @@ def perfect_recall_violations(tree: LevelTree) -> tuple[int, str | None]:
     every infoset" is equivalent to perfect recall.  Whole-tensor, one pass over levels.
     """
     n_players = tree.num_players
-    prev_slot = torch.full((1, n_players), -1, dtype=torch.long)
-    lowest = torch.full((tree.num_infosets,), torch.iinfo(torch.long).max, dtype=torch.long)
-    highest = torch.full((tree.num_infosets,), -2, dtype=torch.long)
+    # prev_slot[p, h]: player p's last slot on the path to node h (-1: none yet); int32
+    # throughout and one player's column at a time, so the check holds about 2 x 4 x P
+    # bytes per node of the largest level.
+    prev_slot = torch.full((n_players, 1), -1, dtype=torch.int32)
+    lowest = torch.full((tree.num_infosets,), torch.iinfo(torch.int32).max, dtype=torch.int32)
+    highest = torch.full((tree.num_infosets,), -2, dtype=torch.int32)
     for d, level in enumerate(tree.levels):
+        kind = level.kind.cpu()
         if d > 0:
             parent = level.parent.cpu()
-            prev_slot = prev_slot.index_select(0, parent)
-            parent_kind = tree.levels[d - 1].kind.cpu().index_select(0, parent).long()
-            rows = torch.nonzero(parent_kind >= 0).squeeze(1)
-            prev_slot[rows, parent_kind[rows]] = level.parent_action_slot.cpu()[rows]
-        kind = level.kind.cpu()
-        decision_nodes = torch.nonzero(kind >= 0).squeeze(1)
-        if decision_nodes.numel() == 0:
-            continue
-        infosets = level.infoset.cpu()[decision_nodes]
-        own_prev = prev_slot[decision_nodes, kind[decision_nodes].long()]
-        lowest.scatter_reduce_(0, infosets, own_prev, reduce="amin")
-        highest.scatter_reduce_(0, infosets, own_prev, reduce="amax")
+            prev_slot = prev_slot.index_select(1, parent)
+            parent_kind = tree.levels[d - 1].kind.cpu().index_select(0, parent)
+            del parent
+            slot = level.parent_action_slot.cpu().to(torch.int32)
+            for p in range(n_players):
+                own_edge = parent_kind == p
+                if bool(own_edge.any()):
+                    torch.where(own_edge, slot, prev_slot[p], out=prev_slot[p])
+                del own_edge
+            del parent_kind, slot
+        for p in range(n_players):
+            acting = kind == p
+            if not bool(acting.any()):
+                continue
+            infosets = level.infoset.cpu()[acting].long()
+            own_prev = prev_slot[p][acting]
+            lowest.scatter_reduce_(0, infosets, own_prev, reduce="amin")
+            highest.scatter_reduce_(0, infosets, own_prev, reduce="amax")
+            del acting, infosets, own_prev
     bad = torch.nonzero((lowest != highest) & (highest > -2)).squeeze(1)
     if bad.numel() == 0:
         return 0, None
