@@ -307,7 +307,7 @@ def _best_response_pass(tree: LevelTree, top: _TopDown, parent_sequence: Tensor,
         terminal = (level.kind == KIND_TERMINAL).nonzero().squeeze(1)
         if terminal.numel() == 0:
             continue
-        payoff = level.utility[terminal, player].to(torch.float64)
+        payoff = level.terminal_utility[:, player].to(torch.float64)  # terminals in order
         weight = top.opponent_reach[depth][terminal, player]
         sequence_value.index_add_(0, top.own_sequence[depth][terminal, player] + 1,
                                   payoff * weight)
@@ -361,7 +361,8 @@ def _policy_values(tree: LevelTree, top: _TopDown) -> Tensor:
         terminal = level.kind == KIND_TERMINAL
         if bool(terminal.any()):
             reach = top.full_reach[depth][terminal]
-            values += (reach.unsqueeze(1) * level.utility[terminal].to(torch.float64)).sum(0)
+            values += (reach.unsqueeze(1)
+                       * level.terminal_utility.to(torch.float64)).sum(0)  # terminals in order
     return values
 
 
