@@ -287,11 +287,10 @@ def test_solver_keeps_no_second_copy_of_the_utilities() -> None:
     before = [level.utility.clone() for level in tree.levels]
     solver = TensorCFRSolver(tree)
     assert solver.dtype == torch.float64 and solver.dtype_auto
-    # The solver keeps the utilities of terminal nodes only, one row per player ...
-    assert solver._utility_by_player.shape == (tree.num_players, tree.num_terminals)
-    storage = solver._utility_by_player.untyped_storage().data_ptr()
-    for level, old in zip(tree.levels, before):
-        # ... and a tree in the compact layout views those rows instead of its own copy.
+    # The solver reads the utilities of terminal nodes only ([P, T_d] per level) ...
+    assert sum(u.shape[1] for u in solver._utility_levels) == tree.num_terminals
+    for level, old, used in zip(tree.levels, before, solver._utility_levels):
+        # ... and, from a tree in the compact layout, the tree's own arrays (no copy).
         if getattr(level, "terminal_utility", None) is not None:
-            assert level.terminal_utility.untyped_storage().data_ptr() == storage
+            assert used.data_ptr() == level.terminal_utility.data_ptr()
         assert torch.equal(level.utility, old)

@@ -122,7 +122,7 @@ def test_alternating_solver_keeps_one_value_row(trees: dict[str, LevelTree]) -> 
     assert simultaneous._values.shape == (2, stored)
     # Utilities for terminal nodes only; no per-edge buffers the size of the tree (the
     # regret update goes level by level through chunk-sized scratch buffers).
-    assert alternating._utility_by_player.shape == (2, tree.num_terminals)
+    assert sum(u.shape[1] for u in alternating._utility_levels) == tree.num_terminals
     assert alternating._edge_a.numel() <= min(alternating._flat.chunk,
                                               alternating._flat.max_level_nodes)
     assert alternating._scratch.shape == (1, alternating._flat.max_level_nodes)

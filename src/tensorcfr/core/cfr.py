@@ -6,21 +6,28 @@ subclasses them.
 
 One iteration is a handful of whole-tensor operations per tree level:
 
-* forward pass: reach probabilities ``reach[q, n]`` of every player ``q`` (and chance, row
-  ``n_players``) at every node ``n``, gathered top-down from the parents and multiplied by
-  the edge probability of the player acting at the parent;
+* forward pass: reach probabilities ``reach[q, n]`` of every player ``q`` at every
+  non-terminal level's nodes, gathered top-down from the parents and multiplied by the
+  edge probability of the player acting at the parent (chance's reach is constant: it is
+  computed once, and a level where it is the same everywhere keeps one number);
 * backward pass: expected values ``values[n]`` of the updating player under the current
   strategy profile, accumulated bottom-up into the parents with a segment sum
   (``scatter_add_``: measured faster here than ``index_add_`` and than per-level sparse CSR
   mat-vecs, see docs/generic_engine.md);
-* regrets: ``cf_reach(h) * (v(h a) - v(h))`` for every decision edge, summed per
-  infoset-action slot with ``scatter_add_`` (the counterfactual regret of CFR).
+* regrets, level by level: ``cf_reach(h) * (v(h a) - v(h))`` for every decision edge
+  (``cf_reach`` multiplied once per parent, then gathered), summed per infoset-action slot
+  with ``scatter_add_`` straight into the cumulative regrets (the counterfactual regret of
+  CFR, added history by history in OpenSpiel's order).
 
-Nodes of all levels are concatenated into flat arrays ordered by depth, level ``d``
-occupying ``[level_start[d], level_start[d+1])``; the per-level loops only slice them.
-Internally the solver numbers infosets and slots player by player (stable), so each
-player's regrets and averages are contiguous views; every public tensor is returned in
-the tree's slot order.
+Nodes of all levels keep the tree's order (children in action order, so sums run in
+OpenSpiel's order) and are laid out flat by depth, level ``d`` occupying
+``[level_start[d], level_start[d+1])`` of the edge probabilities; values and reach exist
+only for levels with inner nodes (a level of terminals only reads the utilities, which
+are stored for terminal nodes only, once: the tree's own compact arrays when dtype and
+device match).  Long levels are processed in chunks of :data:`PASS_CHUNK` nodes, so every
+scratch buffer is chunk-sized.  Internally the solver numbers infosets and slots player
+by player (stable), so each player's regrets and averages are contiguous views; every
+public tensor is returned in the tree's slot order.
 
 Small trees on CPU (float64, alternating updates, at most ``NUMPY_FAST_PATH_MAX_NODES``
 nodes) run the same operations through numpy on views of the same buffers
@@ -46,7 +53,6 @@ from tensorcfr.core.regret import (
     discount_factor,
     discount_regrets,
     normalize_strategy,
-    regret_matching,
 )
 from tensorcfr.core.policy_io import read_checkpoint, save_checkpoint
 from tensorcfr.core.tree import KIND_CHANCE, KIND_TERMINAL, LevelTree, estimate_tree_bytes
@@ -199,7 +205,6 @@ class _FlatTree:
         # Slot permutations, only gathered with (index_select): int32 where it fits.
         slot_index_dtype = torch.int32 if num_slots < 2**31 - 1 else torch.long
         self.tree_slot_of_internal = old_slot.to(device=device, dtype=slot_index_dtype)
-        self.internal_slot_of_tree = new_of_old_slot.to(device=device, dtype=slot_index_dtype)
         del old_slot
         sorted_player = player[order]
         self.infoset_range: list[tuple[int, int]] = []
@@ -211,22 +216,37 @@ class _FlatTree:
             a1 = int(new_offset[i1]) if i1 < num_infosets else num_slots
             self.infoset_range.append((i0, i1))
             self.slot_range.append((a0, a1))
-        self.action_infoset = internal_infoset.to(device)
         counts = new_num_actions.to(torch.float64)
-        self.local_action_infoset: list[Tensor] = []  # [A_p] infoset local to p's range
+        # [A_p] infoset local to p's range (int32 where it fits: index_add_ / index_select
+        # indices, never scatter targets)
+        self.local_action_infoset: list[Tensor] = []
         self.uniform: list[Tensor] = []  # [A_p] 1 / (number of actions of the slot's infoset)
         for p in range(n_players):
             i0, _ = self.infoset_range[p]
             a0, a1 = self.slot_range[p]
-            self.local_action_infoset.append((internal_infoset[a0:a1] - i0).to(device))
+            self.local_action_infoset.append((internal_infoset[a0:a1] - i0).to(
+                device=device, dtype=torch.int32 if num_infosets < 2**31 - 1 else torch.long))
             self.uniform.append(counts[internal_infoset[a0:a1]].reciprocal().to(device=device,
                                                                                 dtype=dtype))
         del counts, internal_infoset
 
         # --- nodes, level by level (only per-level temporaries besides the kept arrays).
+        # The last level, when it holds terminals only and they all hang below one
+        # player's decision nodes (battleship: 82% of the nodes), keeps no edge
+        # probabilities: the backward pass gathers them from that player's strategy.
+        self.gathered_last: int | None = None
+        if len(sizes) > 1 and sizes[-1]:
+            last = tree.levels[-1]
+            if bool((last.kind == KIND_TERMINAL).all()):
+                parent_kind = tree.levels[-2].kind.index_select(0, last.parent)
+                actor = int(parent_kind[0])
+                if actor >= 0 and bool((parent_kind == actor).all()):
+                    self.gathered_last = actor
+                del parent_kind
         # edge_prob: probability of the edge into each node (the chance probability below
         # chance nodes; 1 below decision nodes until the solver writes the strategy there).
-        self.edge_prob = torch.ones(n_nodes, dtype=dtype, device=device)
+        self.edge_prob_end = starts[-2] if self.gathered_last is not None else n_nodes
+        self.edge_prob = torch.ones(self.edge_prob_end, dtype=dtype, device=device)
         # Local parent index inside the previous level, per level (the int64 scatter_add_
         # targets of the backward pass; the tree's own arrays when already int64).
         self.parent_local: list[Tensor] = [torch.zeros(0, dtype=torch.long, device=device)]
@@ -239,34 +259,62 @@ class _FlatTree:
         # actor of reach row q (player q, or chance for q = n_players)?
         self.level_share: list[list[str]] = [["none"] for _ in range(n_players + 1)]
         self.mixed_mask: list[dict[int, Tensor]] = [{} for _ in range(n_players)]
-        self.has_chance = False
+        self.has_chance = any(bool((level.kind == KIND_CHANCE).any()) for level in tree.levels)
+        # Chance reach per level (constant: chance probabilities only), computed here once;
+        # a level where it is the same at every node (e.g. every node below the dice
+        # rolls of liars_dice) keeps one number, expanded to the level's length.
+        self.chance_reach: list[Tensor] = []
+        chance_prev: Tensor | None = None
         num_terminals = tree.num_terminals
-        utility = torch.zeros((n_players, num_terminals), dtype=dtype, device=device)
+        # Terminal utilities per level, [P, T_d] (player rows).  A tree in the compact
+        # layout with the solver's device and dtype is used as it is (its [T_d, P]
+        # arrays, transposed views): no copy, so no moment with two copies either.
+        # Otherwise one [P, T] copy in the solver's dtype, viewed per level.
+        share = all(getattr(level, "terminal_utility", None) is not None
+                    and level.terminal_utility.dtype == dtype
+                    and level.terminal_utility.device == device for level in tree.levels)
+        utility = (None if share else
+                   torch.zeros((n_players, num_terminals), dtype=dtype, device=device))
+        self.utility_levels: list[Tensor] = []
         prev_kind: Tensor | None = None
         for d, level in enumerate(tree.levels):
             s, e = starts[d], starts[d + 1]
             n = e - s
             kind = level.kind.cpu()
             terminal = kind == KIND_TERMINAL
-            self.has_chance = self.has_chance or bool((kind == KIND_CHANCE).any())
             num_level_terminals = int(terminal.sum())
             self.terminal_index.append(
                 torch.nonzero(terminal).squeeze(1).to(device)
                 if 0 < num_level_terminals < n else None)
             del terminal
-            self.edge_prob[s:e] = level.chance_prob.to(device=device, dtype=dtype)
+            if s < self.edge_prob_end:
+                compact = getattr(level, "chance_edge_prob", None)
+                if compact is None:
+                    self.edge_prob[s:e] = level.chance_prob.to(device=device, dtype=dtype)
+                elif compact.numel():
+                    chance_child = torch.nonzero(level.parent_action_slot < 0).squeeze(1)
+                    self.edge_prob[s:e].index_copy_(0, chance_child.to(device),
+                                                    compact.to(device=device, dtype=dtype))
+                    del chance_child
+                del compact
             terminal_utility = _terminal_utility(level)
             t0 = self.terminal_start[-1]
             t1 = t0 + int(terminal_utility.shape[0])
             self.terminal_start.append(t1)
-            utility[:, t0:t1] = terminal_utility.t().to(device=device, dtype=dtype)
+            if utility is None:
+                self.utility_levels.append(terminal_utility.t())
+            else:
+                utility[:, t0:t1] = terminal_utility.t().to(device=device, dtype=dtype)
+                self.utility_levels.append(utility[:, t0:t1])
             del terminal_utility
             if d > 0:
                 assert prev_kind is not None
                 parent = level.parent.to(device=device, dtype=torch.long)
+                if parent is not level.parent and level.parent.device == parent.device:
+                    level.parent = parent  # one int64 copy, shared with the tree
                 self.parent_local.append(parent)
-                parent_kind = prev_kind[parent.cpu()]
-                slot = level.parent_action_slot.cpu().long()
+                parent_kind = prev_kind.index_select(0, parent.cpu())
+                slot = level.parent_action_slot.cpu()
                 for q in range(n_players + 1):
                     actor = KIND_CHANCE if q == n_players else q
                     below = parent_kind == actor
@@ -277,20 +325,47 @@ class _FlatTree:
                         continue
                     a0 = self.slot_range[q][0]
                     if count == n:
-                        local_slot = new_of_old_slot[slot] - a0
+                        local_slot = new_of_old_slot.index_select(0, slot).sub_(a0)
                         self.player_levels[q].append(_PlayerLevel(
                             d, None, parent, local_slot.to(device), chunk))
                     else:
                         self.mixed_mask[q][d] = below.to(device)
                         child_index = torch.nonzero(below).squeeze(1)
-                        local_slot = new_of_old_slot[slot[child_index]] - a0
+                        local_slot = new_of_old_slot.index_select(
+                            0, slot.index_select(0, child_index)).sub_(a0)
                         self.player_levels[q].append(_PlayerLevel(
                             d, child_index.to(device), parent[child_index.to(device)],
                             local_slot.to(device), chunk))
+                if self.has_chance:
+                    assert chance_prev is not None
+                    chance = chance_prev.index_select(0, parent)
+                    if self.level_share[n_players][d] != "none":
+                        chance.mul_(self.edge_prob[s:e])  # (never a gathered level)
+                    chance_prev = chance
                 del parent, parent_kind, slot
+            elif self.has_chance:
+                chance_prev = torch.ones(n, dtype=dtype, device=device)
+            if self.has_chance:
+                assert chance_prev is not None
+                constant = n > 0 and bool((chance_prev == chance_prev[0]).all())
+                self.chance_reach.append(chance_prev[:1].clone().expand(n) if constant
+                                         else chance_prev)
             prev_kind = kind
-        del prev_kind
-        self.utility = utility
+        del prev_kind, chance_prev
+        # Levels of terminal nodes only (the last one, and most of the nodes of games like
+        # battleship) need no reach and no values buffer: their values are the utilities.
+        # The per-node buffers of the solver (values, reach) cover the other levels, level
+        # d at [stored_start[d], + N_d) (None for a terminal level).
+        self.stored_start: list[int | None] = []
+        stored = 0
+        for d, size in enumerate(sizes):
+            terminal_level = d > 0 and size == self.terminal_start[d + 1] - self.terminal_start[d]
+            self.stored_start.append(None if terminal_level else stored)
+            if terminal_level and self.has_chance:
+                self.chance_reach[d] = self.chance_reach[d][:0]  # never read
+            stored += 0 if terminal_level else size
+        self.num_stored = stored
+        self.shares_utility = share
         self.num_terminals = num_terminals
         # first level holding a child of p's decision node (depth when p never acts)
         self.first_level = [levels[0].depth if levels else len(sizes)
@@ -299,16 +374,42 @@ class _FlatTree:
         self.device = device
         self.dtype = dtype
 
+    @property
+    def action_infoset(self) -> Tensor:
+        """long [A]: internal infoset of each internal slot (built on demand)."""
+        parts = [local.long() + i0 for local, (i0, _) in zip(self.local_action_infoset,
+                                                             self.infoset_range)]
+        return torch.cat(parts) if parts else torch.zeros(0, dtype=torch.long,
+                                                          device=self.device)
+
 
 def _regret_matching_uniform(regrets: Tensor, action_infoset: Tensor, totals: Tensor,
-                             uniform: Tensor, zero: Tensor, out: Tensor) -> Tensor:
+                             uniform: Tensor, zero: Tensor, out: Tensor,
+                             buffers: tuple[Tensor, Tensor] | None = None) -> Tensor:
     """:func:`regret_matching` with preallocated buffers (``totals`` [I], ``zero`` a 0-dim
-    tensor, the uniform strategy [A]), written into ``out``; bitwise the same result."""
-    positive = regrets.clamp_min(0)
+    tensor, the uniform strategy [A]), written into ``out``; bitwise the same result.
+    With ``buffers`` (two 1-D scratch tensors of one length C) the slots go in chunks of
+    C, so no temporary of the slots' size is allocated (the same additions in the same
+    order)."""
+    if buffers is None or buffers[0].numel() >= regrets.numel():
+        positive = regrets.clamp_min(0)
+        totals.zero_()
+        totals.index_add_(0, action_infoset, positive)
+        slot_totals = totals.index_select(0, action_infoset)
+        return torch.where(slot_totals > zero, positive.div_(slot_totals), uniform, out=out)
+    first, second = buffers
+    pieces = _chunks(int(regrets.numel()), int(first.numel()))
     totals.zero_()
-    totals.index_add_(0, action_infoset, positive)
-    slot_totals = totals.index_select(0, action_infoset)
-    return torch.where(slot_totals > zero, positive.div_(slot_totals), uniform, out=out)
+    for c0, c1 in pieces:
+        positive = torch.clamp_min(regrets[c0:c1], 0, out=first[:c1 - c0])
+        totals.index_add_(0, action_infoset[c0:c1], positive)
+    for c0, c1 in pieces:
+        positive = torch.clamp_min(regrets[c0:c1], 0, out=first[:c1 - c0])
+        slot_totals = torch.index_select(totals, 0, action_infoset[c0:c1],
+                                         out=second[:c1 - c0])
+        torch.where(slot_totals > zero, positive.div_(slot_totals), uniform[c0:c1],
+                    out=out[c0:c1])
+    return out
 
 
 class _NumpyPasses:
@@ -339,6 +440,11 @@ class _NumpyPasses:
                            index.numpy(), int(vp.shape[-1]))
                           for vc, ep, sc, vp, index, _ in views]
                          for views in solver._backward_player]
+        # (strategy, slots, values_child, scratch, values_parent, parent_local, count)
+        self.gathered = [[(st.numpy(), slot.numpy(), vc.numpy(), sc.numpy(), vp.numpy(),
+                           index.numpy(), int(vp.shape[-1]))
+                          for st, slot, _, vc, sc, vp, index, _ in views]
+                         for views in solver._gathered_player]
         self.forward_player = [[(rp.numpy(), index.numpy(), ro.numpy(),
                                  None if factor is None else factor.numpy())
                                 for rp, index, ro, factor, _ in views]
@@ -420,6 +526,10 @@ class _NumpyPasses:
                     level_values[...] = utility
                 else:
                     level_values[...] = 0.0
+            for strategy, slot, values_child, scratch, values_parent, parent_local, count in \
+                    self.gathered[p]:
+                np.multiply(values_child, strategy[slot], out=scratch)
+                values_parent += np.bincount(parent_local, scratch, count)
             for values_child, edge_prob, scratch, values_parent, parent_local, count in \
                     self.backward[p]:
                 np.multiply(values_child, edge_prob, out=scratch)
@@ -557,19 +667,22 @@ class TensorCFRSolver:
         # PCFR+ only: last instantaneous regrets (other variants keep an empty tensor and
         # report zeros).
         self._predictions = torch.zeros(slots if self.variant.predictive else 0, **kw)
-        self._strategy = regret_matching(self._regrets, flat.action_infoset, flat.num_infosets)
+        # Regret matching on zero regrets: the uniform strategy.
+        self._strategy = torch.empty(slots, **kw)
         self._slot_views = [slice(a0, a1) for a0, a1 in flat.slot_range]
+        for view, uniform in zip(self._slot_views, flat.uniform):
+            self._strategy[view] = uniform
         # Persistent per-node buffers (in-place updates, so per-level views stay valid).
         self._edge_prob = flat.edge_prob  # probability of the edge into each node
-        # reach[q, n]: reach probability of player q at node n (chance: row n_players,
-        # kept only when the game has chance nodes; constant, computed once).
-        self._reach_rows = n_players + (1 if flat.has_chance else 0)
-        self._reach = torch.ones((self._reach_rows, flat.num_nodes), **kw)
+        # reach[q, n]: reach probability of player q at node n (chance's, constant, is
+        # kept per level by the _FlatTree).
+        self._reach = torch.ones((n_players, flat.num_stored), **kw)
         # Expected values of the updating player(s): alternating updates handle one player
-        # at a time, so one row serves them all.  The edge_prob x values scratch only
-        # spans one chunk of a level.
+        # at a time, so one row serves them all (levels of terminals only read the
+        # utilities instead).  The edge_prob x values scratch only spans one chunk of a
+        # level.
         value_rows = 1 if self.alternating else n_players
-        self._values = torch.zeros((value_rows, flat.num_nodes), **kw)
+        self._values = torch.zeros((value_rows, flat.num_stored), **kw)
         self._scratch = torch.zeros((value_rows, min(flat.chunk, flat.max_level_nodes)), **kw)
         starts = flat.level_start
         self._levels = [(starts[d], starts[d + 1]) for d in range(len(starts) - 1)]
@@ -580,8 +693,6 @@ class TensorCFRSolver:
                 and flat.num_nodes <= self.numpy_fast_path_max_nodes
                 and flat.max_level_nodes <= flat.chunk):
             self._numpy_passes = _NumpyPasses(self)
-        self._forward(self._forward_chance)  # constant: the chance probabilities only
-        self._forward_chance = []
         self._refresh_all()
         release_free_memory()  # the set-up's temporaries
 
@@ -617,97 +728,145 @@ class TensorCFRSolver:
         flat = self._flat
         levels = self._levels
         parent_local = flat.parent_local
-        ts = flat.terminal_start
+        stored = flat.stored_start
         depth = len(levels)
         chunk = flat.chunk
         n_players = flat.num_players
         kw = {"dtype": self.dtype, "device": self.device}
 
-        def load_views(values: Tensor, utility: Tensor, lowest: int) -> list[tuple]:
+        def utility(d: int, row: int | None) -> Tensor:
+            """Level ``d``'s terminal utilities: [P, T_d], or player ``row``'s [T_d]."""
+            level_utility = flat.utility_levels[d]
+            return level_utility if row is None else level_utility[row]
+
+        def load_views(values: Tensor, row: int | None, lowest: int) -> list[tuple]:
             """(level values, terminal positions or None, terminal utilities) per level
             from ``lowest`` down: zeros at inner nodes and the payoffs at terminals before
             each backward pass."""
             out = []
             for d in range(max(lowest, 0), depth):
-                s, e = levels[d]
+                if stored[d] is None:
+                    continue
                 index = flat.terminal_index[d]
                 if index is not None and values.dim() == 2:
                     index = index.expand(values.shape[0], -1)
-                out.append((values[..., s:e], index, utility[..., ts[d]:ts[d + 1]]))
+                out.append((node_view(values, d), index, utility(d, row)))
             return out
 
-        def backward_views(values: Tensor, scratch: Tensor, lowest: int) -> list[tuple]:
+        def node_view(buffer: Tensor, d: int, row: int | None | bool = False) -> Tensor:
+            """Level ``d``'s part of a per-node buffer [..., stored nodes] (values of a
+            level of terminals: the utilities of player ``row``, all players for None)."""
+            o = stored[d]
+            if o is None:
+                assert row is not False
+                return utility(d, row)  # type: ignore[arg-type]
+            return buffer[..., o:o + levels[d][1] - levels[d][0]]
+
+        gathered = flat.gathered_last
+
+        def backward_views(values: Tensor, row: int | None, scratch: Tensor,
+                           lowest: int) -> list[tuple]:
             out = []
             for d in range(depth - 1, max(lowest, 1) - 1, -1):
-                ps, pe = levels[d - 1]
+                if gathered is not None and d == depth - 1:
+                    continue  # see gathered_views
                 s, e = levels[d]
+                values_level = node_view(values, d, row)
+                values_parent = node_view(values, d - 1)
                 for c0, c1 in _chunks(e - s, chunk):
+                    values_child = values_level[..., c0:c1]
                     # scatter_add_ wants the index shaped like the source ([E] or [P, E]).
-                    index = parent_local[d][c0:c1].expand(values[..., s + c0:s + c1].shape)
-                    out.append((values[..., s + c0:s + c1], self._edge_prob[s + c0:s + c1],
-                                scratch[..., :c1 - c0], values[..., ps:pe], index,
+                    index = parent_local[d][c0:c1].expand(values_child.shape)
+                    out.append((values_child, self._edge_prob[s + c0:s + c1],
+                                scratch[..., :c1 - c0], values_parent, index,
                                 values.dim() - 1))
             return out
 
         def forward_views(row: int, first: int) -> list[tuple]:
             """Views of one reach row's forward pass.  A level whose nodes all hang below
             the row's actor multiplies by ``edge_prob`` directly, a level with none of them
-            only gathers (factor 1), and mixed levels read a factor buffer (chance: the
-            initial ``edge_prob``, which is 1 below decision nodes)."""
+            only gathers (factor 1), and mixed levels read the row's factor buffer."""
             reach = self._reach[row]
             out = []
             for d in range(max(first, 1), depth):
-                ps, pe = levels[d - 1]
+                if stored[d] is None:
+                    continue  # reach at terminals is never read
                 s, e = levels[d]
                 share = flat.level_share[row][d]
-                factor = (None if share == "none" else
-                          self._mixed_factor[row][d] if share == "mixed" and row < n_players
-                          else self._edge_prob[s:e])
-                out.append((reach[ps:pe], parent_local[d], reach[s:e], factor, 0))
+                factor = (None if share == "none" else self._mixed_factor[row][d]
+                          if share == "mixed" else self._edge_prob[s:e])
+                out.append((node_view(reach, d - 1), parent_local[d], node_view(reach, d),
+                            factor, 0))
+            return out
+
+        def gathered_views(values: Tensor, row: int | None, scratch: Tensor,
+                           lowest: int) -> list[tuple]:
+            """The backward step of a last level whose edge probabilities are gathered
+            from its player's strategy: (strategy, slots, gathered buffer, then what
+            :meth:`_backward` takes) per chunk."""
+            d = depth - 1
+            if gathered is None or d < max(lowest, 1):
+                return []
+            level = flat.player_levels[gathered][-1]
+            assert level.depth == d and level.child_index is None
+            values_level = node_view(values, d, row)
+            values_parent = node_view(values, d - 1)
+            out = []
+            for c0, c1 in level.chunks:
+                values_child = values_level[..., c0:c1]
+                index = parent_local[d][c0:c1].expand(values_child.shape)
+                out.append((self._strategy_views[gathered], level.slot[c0:c1],
+                            self._edge_b[:c1 - c0], values_child, scratch[..., :c1 - c0],
+                            values_parent, index, values.dim() - 1))
             return out
 
         first = flat.first_level
         lowest_all = min(first) if first else depth
-        # Values of the updating player: a player's backward pass stops at the level of
-        # its shallowest decision node (values above it are never read).
-        self._value_rows = [self._values[0 if self.alternating else p]
-                            for p in range(n_players)]
-        scratch_rows = [self._scratch[0 if self.alternating else p] for p in range(n_players)]
-        utility = flat.utility
-        self._load_player = [load_views(self._value_rows[p], utility[p], first[p] - 1)
-                             for p in range(n_players)]
-        self._load_all = ([] if self.alternating else
-                          load_views(self._values, utility, lowest_all - 1))
-        self._backward_player = [backward_views(self._value_rows[p], scratch_rows[p], first[p])
-                                 for p in range(n_players)]
-        self._backward_all = ([] if self.alternating else
-                              backward_views(self._values, self._scratch, lowest_all))
-        # Forward factors of mixed levels (edge probability below the player, 1 elsewhere),
-        # only for the levels that have them.
-        self._mixed_factor: list[dict[int, Tensor]] = [
-            {d: torch.ones(levels[d][1] - levels[d][0], **kw) for d in flat.mixed_mask[p]}
-            for p in range(n_players)]
-        self._mixed_factor_views = [
-            [(mask, self._edge_prob[levels[d][0]:levels[d][1]], self._mixed_factor[p][d])
-             for d, mask in flat.mixed_mask[p].items()]
-            for p in range(n_players)]
-        self._forward_player = [forward_views(p, first[p]) for p in range(n_players)]
-        self._forward_chance = forward_views(n_players, 1) if flat.has_chance else []
-        # Setting a player's edge probabilities from its strategy, level by level.
-        self._edge_views = [[(self._edge_prob[levels[pl.depth][0]:levels[pl.depth][1]],
-                              pl.child_index, pl.slot) for pl in flat.player_levels[p]]
-                            for p in range(n_players)]
-        # Regret updates, level by level: the counterfactual reach of the updating player
-        # at the parents (product of the other rows, in OpenSpiel's order: players before
-        # p, then after p, then chance), its own reach there, the parents' and the level's
-        # values, and the edges in chunks.
+        # Edge buffers of the regret update (and the gathered edge probabilities).
         max_edges = max((int(pl.slot.shape[0]) for levels_p in flat.player_levels
                          for pl in levels_p), default=0)
         edge_size = min(chunk, max_edges)
         self._edge_a = torch.zeros(edge_size, **kw)
         self._edge_b = torch.zeros(edge_size, **kw)
-        rows_needed = max((len([q for q in range(self._reach_rows) if q != p])
-                           for p in range(n_players)), default=0)
+        # Values of the updating player: a player's backward pass stops at the level of
+        # its shallowest decision node (values above it are never read).
+        self._value_rows = [self._values[0 if self.alternating else p]
+                            for p in range(n_players)]
+        scratch_rows = [self._scratch[0 if self.alternating else p] for p in range(n_players)]
+        self._load_player = [load_views(self._value_rows[p], p, first[p] - 1)
+                             for p in range(n_players)]
+        self._load_all = ([] if self.alternating else
+                          load_views(self._values, None, lowest_all - 1))
+        self._backward_player = [backward_views(self._value_rows[p], p,
+                                                scratch_rows[p], first[p])
+                                 for p in range(n_players)]
+        self._backward_all = ([] if self.alternating else
+                              backward_views(self._values, None, self._scratch, lowest_all))
+        self._gathered_player = [gathered_views(self._value_rows[p], p,
+                                                scratch_rows[p], first[p])
+                                 for p in range(n_players)]
+        self._gathered_all = ([] if self.alternating else
+                              gathered_views(self._values, None, self._scratch, lowest_all))
+        # Forward factors of mixed levels (edge probability below the player, 1 elsewhere),
+        # only for the levels that have them.
+        self._mixed_factor: list[dict[int, Tensor]] = [
+            {d: torch.ones(levels[d][1] - levels[d][0], **kw) for d in flat.mixed_mask[p]
+             if stored[d] is not None} for p in range(n_players)]
+        self._mixed_factor_views = [
+            [(flat.mixed_mask[p][d], self._edge_prob[levels[d][0]:levels[d][1]], factor)
+             for d, factor in self._mixed_factor[p].items()]
+            for p in range(n_players)]
+        self._forward_player = [forward_views(p, first[p]) for p in range(n_players)]
+        # Setting a player's edge probabilities from its strategy, level by level.
+        self._edge_views = [[(self._edge_prob[levels[pl.depth][0]:levels[pl.depth][1]],
+                              pl.child_index, pl.slot) for pl in flat.player_levels[p]
+                             if levels[pl.depth][0] < flat.edge_prob_end]
+                            for p in range(n_players)]
+        # Regret updates, level by level: the counterfactual reach of the updating player
+        # at the parents (product of the other rows, in OpenSpiel's order: players before
+        # p, then after p, then chance), its own reach there, the parents' and the level's
+        # values, and the edges in chunks.
+        rows_needed = n_players - 1 + (1 if flat.has_chance else 0)
         cf_size = flat.max_level_nodes if rows_needed > 1 else 0
         self._cf_a = torch.zeros(cf_size, **kw)
         self._cf_b = torch.zeros(cf_size if n_players > 2 else 0, **kw)
@@ -715,41 +874,28 @@ class TensorCFRSolver:
         for p in range(n_players):
             values = self._value_rows[p]
             before_rows = list(range(p))
-            after_rows = list(range(p + 1, self._reach_rows))
+            after_rows = list(range(p + 1, n_players))
             views = []
             for pl in flat.player_levels[p]:
                 d = pl.depth
-                ps, _ = levels[d - 1]
-                s, e = levels[d]
                 pieces = []
                 for c0, c1 in pl.chunks:
                     pieces.append((c1 - c0,
                                    None if pl.child_index is None else pl.child_index[c0:c1],
                                    pl.parent_index[c0:c1], pl.slot[c0:c1]))
-                pe = levels[d - 1][1]
-                views.append(([self._reach[q, ps:pe] for q in before_rows],
-                              [self._reach[q, ps:pe] for q in after_rows],
-                              self._reach[p, ps:pe], values[ps:pe], values[s:e], pieces))
+                views.append(([node_view(self._reach[q], d - 1) for q in before_rows],
+                              [node_view(self._reach[q], d - 1) for q in after_rows]
+                              + ([flat.chance_reach[d - 1]] if flat.has_chance else []),
+                              node_view(self._reach[p], d - 1), node_view(values, d - 1),
+                              node_view(values, d, p), pieces))
             self._update_views.append(views)
 
     def _build_utilities(self) -> None:
-        """Share the terminal utilities with the tree: the solver keeps them as one
-        contiguous row per player over the terminal nodes ([P, T], ``_FlatTree.utility``,
-        what each iteration copies from); a tree in the compact layout (``terminal_utility``
-        per level) is rebound to views of those rows when device and dtype match, so one
-        copy of the utilities exists."""
-        flat = self._flat
-        utility = flat.utility
-        self._utility_by_player = utility
-        tree = self.tree
-        share = all(getattr(level, "terminal_utility", None) is not None
-                    and level.terminal_utility.device == self.device
-                    and level.terminal_utility.dtype == self.dtype for level in tree.levels)
-        if share:
-            for d, level in enumerate(tree.levels):
-                level.terminal_utility = utility[:, flat.terminal_start[d]:
-                                                 flat.terminal_start[d + 1]].t()
-            release_free_memory()  # the tree's former per-level utility arrays
+        """The terminal utilities the passes read: per level [P, T_d] (``_FlatTree``),
+        the tree's own compact arrays when they have the solver's dtype and device (one
+        copy of the utilities), else one [P, T] copy in the solver's dtype."""
+        self._utility_levels = self._flat.utility_levels
+        release_free_memory()  # the set-up's temporaries so far
 
     def _load_utilities(self, values: Tensor, player: int | None) -> None:
         """Fill ``values`` ([N] for ``player``, [P, N] for every player when ``player`` is
@@ -829,6 +975,16 @@ class TensorCFRSolver:
         the values buffer must hold the terminal utilities and zeros elsewhere)."""
         for values_child, edge_prob, scratch, values_parent, parent_local, dim in views:
             torch.mul(values_child, edge_prob, out=scratch)
+            values_parent.scatter_add_(dim, parent_local, scratch)
+
+    @staticmethod
+    def _backward_gathered(views: list[tuple]) -> None:
+        """:meth:`_backward` for a last level without stored edge probabilities: each
+        chunk's probabilities are first gathered from the strategy of the player above."""
+        for strategy, slot, gathered, values_child, scratch, values_parent, parent_local, \
+                dim in views:
+            torch.index_select(strategy, 0, slot, out=gathered)
+            torch.mul(values_child, gathered, out=scratch)
             values_parent.scatter_add_(dim, parent_local, scratch)
 
     def _counterfactual_reach(self, before: list[Tensor], after: list[Tensor]) -> Tensor | None:
@@ -917,7 +1073,8 @@ class TensorCFRSolver:
             regrets = regrets + self._prediction_views[player]
         _regret_matching_uniform(regrets, flat.local_action_infoset[player],
                                  self._infoset_totals[player], flat.uniform[player], self._zero,
-                                 out=self._strategy_views[player])
+                                 out=self._strategy_views[player],
+                                 buffers=(self._edge_a, self._edge_b))
 
     def _set_edges(self, player: int) -> None:
         """Copy ``player``'s current strategy onto the edges below its decision nodes
@@ -943,12 +1100,14 @@ class TensorCFRSolver:
             for p in range(n_players):
                 values = self._value_rows[p]
                 self._load_utilities(values, p)
+                self._backward_gathered(self._gathered_player[p])
                 self._backward(self._backward_player[p])
                 self._player_update(p, values)
                 self._player_strategy(p)
                 self._refresh_player(p)
         else:
             self._load_utilities(self._values, None)
+            self._backward_gathered(self._gathered_all)
             self._backward(self._backward_all)
             for p in range(n_players):
                 self._player_update(p, self._value_rows[p])
@@ -967,7 +1126,10 @@ class TensorCFRSolver:
                 callback(self)
 
     def _to_tree_order(self, internal: Tensor) -> Tensor:
-        return internal.index_select(0, self._flat.internal_slot_of_tree)
+        flat = self._flat
+        out = torch.empty_like(internal)
+        # internal slot i is tree slot tree_slot_of_internal[i]
+        return out.index_copy_(0, flat.tree_slot_of_internal.long(), internal)
 
     def _from_tree_order(self, tree_order: Tensor) -> Tensor:
         return tree_order.to(device=self.device, dtype=self.dtype).index_select(
@@ -1027,7 +1189,7 @@ class TensorCFRSolver:
         self._strategy.copy_(self._from_tree_order(state["strategy"]))
         if self.variant.predictive:
             self._predictions.copy_(self._from_tree_order(state["predictions"]))
-        self._reach[:self._flat.num_players].fill_(1.0)  # the chance row is constant
+        self._reach.fill_(1.0)
         self.iteration = int(iteration)
         self._refresh_all()
 
