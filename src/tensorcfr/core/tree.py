@@ -271,17 +271,18 @@ def estimate_tree_bytes(num_nodes: int, num_slots: int, num_infosets: int, num_p
     Tree (the compact layout of :class:`Level`): per node 3 int32 + 1 int8, per terminal
     ``num_players`` floats (``num_terminals`` None: every node counted as a terminal, an
     upper bound), per chance edge 1 float, per slot 2 int32, per infoset 3 longs (the
-    information-state strings are not included: see :class:`InfosetKeys`).  Solver working set (see :mod:`tensorcfr.core.cfr`), per node:
-    reach and factor rows (``2 (n + 1)`` floats), values, scratch and utilities (``3 n``),
-    edge and chance probabilities (2), and about ``n + 7`` longs of precomputed indices;
-    per slot about 8 floats and 5 longs.
+    information-state strings are not included: see :class:`InfosetKeys`).  Solver working set (see :mod:`tensorcfr.core.cfr`), per node at
+    most: ``n`` reach rows, the values row, the edge probability and a chance reach
+    (``n + 3`` floats) and three int64 indices (parent, action slot, terminal position);
+    per slot 6 floats and 2 int32; per infoset 1 float (the scratch buffers are
+    chunk-sized, a few MiB at most).
     """
     terminals = num_nodes if num_terminals is None else num_terminals
     total = (num_nodes * (3 * 4 + 1) + terminals * num_players * float_bytes
              + num_chance_edges * float_bytes + num_slots * 2 * 4 + num_infosets * 3 * 8)
     if solver:
-        total += num_nodes * ((5 * num_players + 4) * float_bytes + (num_players + 7) * 8)
-        total += num_slots * (8 * float_bytes + 5 * 8) + num_infosets * 2 * float_bytes
+        total += num_nodes * ((num_players + 3) * float_bytes + 3 * 8)
+        total += num_slots * (6 * float_bytes + 2 * 4) + num_infosets * float_bytes
     return int(total)
 
 
