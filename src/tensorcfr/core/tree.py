@@ -184,8 +184,8 @@ class Level:
 
 class InfosetKeys(Sequence[str]):
     """An immutable sequence of information-state strings stored as one UTF-8 byte string
-    plus int64 offsets (``len + 8`` bytes per key instead of a Python ``str`` object, a
-    list slot and its header, about ``len + 57``).
+    plus int32 offsets (int64 past 2 GiB of text): ``len + 4`` bytes per key instead of a
+    Python ``str`` object and its list slot (about ``len + 57``).
 
     Behaves like a ``list[str]`` for reading: ``len``, indexing (a ``str``), slicing (a
     list), iteration, ``in`` and ``==`` with any sequence of strings.
@@ -202,7 +202,8 @@ class InfosetKeys(Sequence[str]):
         blob = text.encode("utf-8")
         ascii_only = len(blob) == len(text)
         del text
-        offsets = np.zeros(len(keys) + 1, dtype=np.int64)
+        offsets = np.zeros(len(keys) + 1,
+                           dtype=np.int32 if len(blob) <= _INT32_MAX else np.int64)
         if ascii_only:
             lengths = np.fromiter(map(len, keys), dtype=np.int64, count=len(keys))
         else:
