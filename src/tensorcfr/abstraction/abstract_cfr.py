@@ -282,3 +282,38 @@ class AbstractCFR:
     def current_policy(self) -> list[Tensor]:
         """Current strategy as a full-game policy."""
         return [s.clone() for s in self.cell_strategy]
+
+    # ------------------------------------------------------------------ state
+    def state_arrays(self) -> dict[str, np.ndarray]:
+        """Arrays that determine the solver state: per round the advisor regrets
+        ``regrets_<r>`` and cumulative strategies ``average_<r>`` ([S_r, P_r, m_r]).  With
+        :attr:`iteration` they resume a run bitwise (the current strategy is their regret
+        matching; nothing else is carried between iterations)."""
+        arrays: dict[str, np.ndarray] = {}
+        for r in range(len(self.regrets)):
+            arrays[f"regrets_{r}"] = self.regrets[r].cpu().numpy()
+            arrays[f"average_{r}"] = self.average[r].cpu().numpy()
+        return arrays
+
+    def load_state_arrays(self, arrays: dict[str, np.ndarray], iteration: int) -> None:
+        """Restore :meth:`state_arrays` after ``iteration`` iterations (shapes and dtype
+        checked: :class:`~tensorcfr.errors.CorruptFileError`) and re-derive the current
+        strategies of both players."""
+        from tensorcfr.errors import CorruptFileError
+
+        if not isinstance(iteration, (int, np.integer)) or iteration < 0:
+            raise CorruptFileError(f"checkpoint iteration must be >= 0, got {iteration!r}")
+        want = str(self.dtype).removeprefix("torch.")
+        for r in range(len(self.regrets)):
+            for name, target in (("regrets", self.regrets[r]), ("average", self.average[r])):
+                key = f"{name}_{r}"
+                if key not in arrays:
+                    raise CorruptFileError(f"checkpoint lacks {key}")
+                arr = np.asarray(arrays[key])
+                if tuple(arr.shape) != tuple(target.shape) or str(arr.dtype) != want:
+                    raise CorruptFileError(f"checkpoint array {key} has shape {arr.shape} "
+                                           f"{arr.dtype}, expected {tuple(target.shape)} {want}")
+                target.copy_(torch.from_numpy(np.ascontiguousarray(arr)))
+        self.iteration = int(iteration)
+        for player in (0, 1):
+            self._refresh(player)

@@ -49,6 +49,11 @@ def abstract_command(
     seed: int = typer.Option(0, "--seed", help="Clustering seed."),
     bins: bool = typer.Option(False, "--bins",
                               help="EHS: equal-width equity bins instead of k-means."),
+    feature: str = typer.Option("ehs", "--feature", help="EHS: the clustered feature, ehs "
+                                "(equity) or ehs2 (E[HS^2] over the remaining cards)."),
+    hist_turn: Optional[int] = typer.Option(None, "--hist-turn", help="PaEmd: turn equity "
+                                            "clusters the flop histograms are taken over "
+                                            "(default: --turn)."),
     weights: str = typer.Option("16,4,1;4,1", "--weights",
                                 help="KrwEmd weights 'turn own,flop,preflop;flop own,preflop' "
                                 "(papers: 16,4,1;4,1  7,5,3;5,3  1,1,1;1,1  3,5,7;5,7)."),
@@ -75,6 +80,13 @@ def abstract_command(
         raise TensorCFRError(f"unknown --method {method!r}: choose one of {', '.join(METHODS)}")
     if bins and name != "ehs":
         raise TensorCFRError("--bins applies to --method ehs only")
+    feature = feature.strip().lower()
+    if feature not in ("ehs", "ehs2"):
+        raise TensorCFRError(f"unknown --feature {feature!r}: choose ehs or ehs2")
+    if feature != "ehs" and name != "ehs":
+        raise TensorCFRError("--feature applies to --method ehs only")
+    if hist_turn is not None and name != "paemd":
+        raise TensorCFRError("--hist-turn applies to --method paemd only")
     if max_iter < 1:
         raise TensorCFRError(f"--max-iter must be >= 1, got {max_iter}")
     parsed = parse_weights(weights)
@@ -92,7 +104,8 @@ def abstract_command(
                 status.update(f"{name}: {text}")
 
         bmap = build_abstraction(config, name, flop, turn, seed=seed, ehs_bins=bins,
-                                 weights=parsed, max_iter=max_iter, progress=progress)
+                                 weights=parsed, max_iter=max_iter, ehs_feature=feature,
+                                 hist_turn=hist_turn, progress=progress)
         bmap.save(target)
     result = {
         "method": name,
@@ -118,7 +131,8 @@ def embed_command(
     turn: int = typer.Option(396, "--turn", help="Advisors on the turn."),
     out: str = typer.Option(..., "--out", "-o", help="Embedding file to write (.npz)."),
     target: str = typer.Option("wtl", "--target", help="wtl: (win, tie, lose) at this and "
-                               "earlier rounds; ehs: equities only."),
+                               "earlier rounds; ehs: equities only; hist: the equity "
+                               "histogram over the remaining cards."),
     hidden: int = typer.Option(256, "--hidden", help="Hidden units of the encoder."),
     epochs: int = typer.Option(60, "--epochs", help="Training epochs per round."),
     batch: int = typer.Option(512, "--batch", help="Mini-batch size."),
@@ -174,13 +188,19 @@ def solve_abstract(*, abstraction: Optional[str], embedding: Optional[str], top_
                    averaging: str, requested: Any = None, max_memory: Optional[str] = None,
                    algo: str, iterations: int, eval_every: int,
                    out: Optional[str], plot: Optional[str], curve_out: Optional[str],
-                   dtype: Any, device: Any, threads: int, json_out: bool) -> dict[str, Any]:
+                   dtype: Any, device: Any, threads: int, json_out: bool,
+                   cfr_br: bool = False, save: Optional[str] = None,
+                   resume: Optional[str] = None,
+                   checkpoint_seconds: float = 600.0) -> dict[str, Any]:
     """Solve an abstraction (bucket map) or run Embedding CFR (Phi file) on its game and
     measure the average strategy in the full game; returns the JSON summary (printed by
     ``numeral211 solve``).  ``dtype``/``device``: resolved torch objects; ``requested``: the
     game variant the user named on the command line (None: the file's), which must share the
     file's deck (ranks, suits; the betting may differ); ``max_memory``: the memory limit
-    (``--max-memory``; None: what is free now)."""
+    (``--max-memory``; None: what is free now); ``cfr_br``: the abstraction's floor by
+    CFR-BR instead of CFR on the abstraction; ``save`` / ``resume``: checkpoint files
+    (:mod:`tensorcfr.games.numeral211.abstract_checkpoint`, written every
+    ``checkpoint_seconds`` and at the end; a resumed run continues bitwise)."""
     import time
 
     import numpy as np
@@ -201,6 +221,17 @@ def solve_abstract(*, abstraction: Optional[str], embedding: Optional[str], top_
         raise TensorCFRError(f"--algo {algo!r}: abstract solving runs cfr (the papers') or cfr+")
     if iterations < 1 or eval_every < 0:
         raise TensorCFRError("--iterations must be >= 1 and --eval-every >= 0")
+    resume_meta: Optional[dict[str, Any]] = None
+    if resume is not None:
+        from tensorcfr.games.numeral211.abstract_checkpoint import read_abstract_checkpoint_meta
+        from tensorcfr.games.numeral211.config import GameConfigError
+
+        resume_meta = read_abstract_checkpoint_meta(resume)
+        if requested is None:  # the variant the checkpoint solved (its betting may differ)
+            try:
+                requested = GameConfig.from_dict(resume_meta.get("game"))
+            except GameConfigError as exc:
+                raise TensorCFRError(f"checkpoint {resume!r}: bad game ({exc})") from None
     if abstraction is not None:
         bmap = load_bucket_map(abstraction)
         if bmap.game != "numeral211":
@@ -247,27 +278,126 @@ def solve_abstract(*, abstraction: Optional[str], embedding: Optional[str], top_
         raise MemoryLimitError(f"abstract solving of {config.describe()} needs about "
                                f"{format_bytes(need)} but {format_bytes(limit)} are allowed; "
                                "free memory, raise --max-memory or use a smaller variant")
-    solver = abstract_solver(game, embeddings, algo=name, averaging=averaging)
+    solver = abstract_solver(game, embeddings, algo=name,
+                             averaging="reach" if cfr_br else averaging)
+    from tensorcfr.games.numeral211.abstract_checkpoint import (embedding_fingerprint,
+                                                                load_abstract_checkpoint,
+                                                                save_abstract_checkpoint)
+
+    fingerprint = embedding_fingerprint(embeddings)
+    runner: Any = None
+    if cfr_br:
+        from tensorcfr.abstraction.cfr_br import CFRBR
+
+        runner = CFRBR(solver)
+    curve: list[dict[str, Any]] = []
+    resumed_from: Optional[int] = None
+    if resume is not None:
+        meta = load_abstract_checkpoint(resume, solver, config, fingerprint=fingerprint,
+                                        cfr_br=runner)
+        curve = list(meta.get("curve") or [])
+        resumed_from = solver.iteration
+        err_console.print(f"resumed from {resume} at iteration {solver.iteration:,}",
+                          highlight=False, soft_wrap=True)
+    last_save = [time.perf_counter()]
+    file_meta = {"method": method, "source": source,
+                 "phi_top": top_k if embedding is not None else None}
+
+    def checkpoint(points: list[dict[str, Any]], force: bool = False) -> None:
+        if save is None:
+            return
+        if force or time.perf_counter() - last_save[0] >= checkpoint_seconds:
+            save_abstract_checkpoint(save, solver, config, fingerprint=fingerprint,
+                                     cfr_br=runner, curve=points, **file_meta)
+            last_save[0] = time.perf_counter()
+
+    label = f"{method} {'CFR-BR ' if cfr_br else ''}{name}"
     started = time.perf_counter()
+    start_iteration = solver.iteration
     every = eval_every if eval_every else iterations
+    floor: Optional[dict[str, Any]] = None
+
+    def run(on_progress: Any) -> list[dict[str, Any]]:
+        nonlocal floor
+        if cfr_br:
+            from tensorcfr.games.numeral211.floor import cfr_br_floor
+
+            floor = cfr_br_floor(game, None, iterations, eval_every=every, cfr_br=runner,
+                                 curve=curve, on_progress=on_progress,
+                                 on_iteration=checkpoint)
+            return floor["curve"]
+        return run_abstract(game, solver, iterations, eval_every=every,
+                            on_progress=on_progress, curve=curve, on_iteration=checkpoint)
+
     if not json_out and err_console.is_terminal:
         from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
                                    TimeElapsedColumn, TimeRemainingColumn)
 
-        with Progress(TextColumn(f"{method} {name}"), BarColumn(), MofNCompleteColumn(),
+        with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(),
                       TextColumn("{task.fields[expl]}"), TimeElapsedColumn(),
                       TimeRemainingColumn(), console=err_console, transient=True) as bar:
-            task = bar.add_task("solve", total=iterations, expl="")
+            task = bar.add_task("solve", total=iterations, completed=solver.iteration,
+                                expl="")
 
             def on_progress(t: int, ex: Optional[float]) -> None:
                 bar.update(task, completed=t, expl="" if ex is None else
-                           f"expl {n211.to_mbg(ex, config):,.1f} mb/g")
+                           f"{'floor' if cfr_br else 'expl'} {n211.to_mbg(ex, config):,.1f} "
+                           "mb/g")
 
-            curve = run_abstract(game, solver, iterations, eval_every=every,
-                                 on_progress=on_progress)
-    else:
-        curve = run_abstract(game, solver, iterations, eval_every=every)
+            curve = run(on_progress)
+    else:  # no terminal (a log file, CI) or --json: a plain line per evaluation or minute
+        last_line = [time.perf_counter()]
+
+        def on_progress_line(t: int, ex: Optional[float]) -> None:
+            now = time.perf_counter()
+            evaluated = t % every == 0 or t == iterations
+            if not evaluated and now - last_line[0] < 60.0:
+                return
+            last_line[0] = now
+            text = "" if ex is None or not evaluated else (
+                f", {'average floor' if cfr_br else 'exploitability'} "
+                f"{n211.to_mbg(ex, config):,.1f} mb/g")
+            err_console.print(f"{label}: iteration {t:,}/{iterations:,}{text} "
+                              f"({now - started:,.0f} s)", highlight=False, soft_wrap=True)
+
+        curve = run(on_progress_line)
     seconds = time.perf_counter() - started
+    checkpoint(curve, force=True)
+    ran = solver.iteration - start_iteration
+    common = {"game": config.describe(), "algo": name, "method": method, "source": source,
+              "advisors": dict(zip(ROUND_NAMES, advisors)),
+              "phi_top": top_k if embedding is not None else None,
+              "iterations": solver.iteration, "iterations_run": ran,
+              "resumed_from": resumed_from, "checkpoint": save,
+              "seconds": seconds, "memory_estimate_bytes": need, "threads": threads,
+              "device": str(device), "strategy_file": out}
+    if cfr_br:
+        assert floor is not None and runner is not None
+        floor.pop("cfr_br", None)
+        result = runner.floor([s["average"] for s in floor["seats"]])
+        if out is not None:
+            n211.save_policy(out, game, runner.floor_policy(result),
+                             algo=f"{method}+cfr-br+{name}", iterations=solver.iteration,
+                             exploitability=floor["floor"])
+        if curve_out is not None:
+            from tensorcfr.utils.io import write_json_atomic
+
+            write_json_atomic(curve_out, {"game": config.to_dict(), "algo": name,
+                                          "solver": "cfr-br", "method": method,
+                                          "source": source, "curve": curve})
+        if plot is not None:
+            _plot_floor(curve, plot, f"{config.describe()} {method} CFR-BR {name}")
+        return {**common, "solver": "cfr-br", "averaging": "reach",
+                "floor": floor["floor"], "floor_mbg": floor["floor_mbg"],
+                "exploitability": floor["floor"], "exploitability_mbg": floor["floor_mbg"],
+                "average": floor["average"], "average_mbg": floor["average_mbg"],
+                "seats": floor["seats"], "curve": curve,
+                "ms_per_iteration": 1000 * floor["seconds"] / max(1, solver.iteration),
+                "units": "floor = (b1(sigma_0) + b0(sigma_1)) / 2 in chips per game, b_i = "
+                         "the unabstracted player i's best-response value against the other "
+                         "seat's CFR-BR strategy (per seat the less exploitable of its final "
+                         "average and its best current strategy); mb/g = thousandths of the "
+                         "ante per game"}
     final = curve[-1]
     if out is not None:
         n211.save_policy(out, game, solver.average_policy(), algo=f"{method}+{name}",
@@ -281,17 +411,37 @@ def solve_abstract(*, abstraction: Optional[str], embedding: Optional[str], top_
         from tensorcfr.cli.numeral211_solve import _plot_curve
 
         _plot_curve(curve, plot, f"{config.describe()} {method} {name}")
-    return {"game": config.describe(), "algo": name, "method": method, "source": source,
-            "advisors": dict(zip(ROUND_NAMES, advisors)), "averaging": averaging,
-            "phi_top": top_k if embedding is not None else None,
-            "iterations": solver.iteration, "exploitability": final["exploitability"],
-            "exploitability_mbg": final["mbg"],
+    return {**common, "solver": "cfr", "averaging": averaging,
+            "exploitability": final["exploitability"], "exploitability_mbg": final["mbg"],
             "units": "exploitability = (b0 + b1) / 2 in chips per game, measured in the full "
                      "game; mb/g = thousandths of the ante per game",
-            "curve": curve, "seconds": seconds,
-            "ms_per_iteration": 1000 * final["seconds"] / max(1, solver.iteration),
-            "memory_estimate_bytes": need, "threads": threads, "device": str(device),
-            "strategy_file": out}
+            "curve": curve,
+            "ms_per_iteration": 1000 * final["seconds"] / max(1, solver.iteration)}
+
+
+def _plot_floor(curve: list[dict[str, Any]], path: str, title: str) -> None:
+    """PNG of a CFR-BR curve: the average and current strategies' (b1 + b0) / 2."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from tensorcfr.utils.io import atomic_path
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    its = [p["iteration"] for p in curve]
+    ax.plot(its, [p["average_mbg"] for p in curve], marker="o", ms=3, label="average")
+    ax.plot(its, [p["current_mbg"] for p in curve], marker=".", ms=3, label="current")
+    ax.set_yscale("log")
+    ax.set_xlabel("CFR-BR iteration")
+    ax.set_ylabel("(b1(sigma_0) + b0(sigma_1)) / 2, mb/g")
+    ax.set_title(title, fontsize=9)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=120)
+    plt.close(fig)
 
 
 def register(app: typer.Typer) -> None:

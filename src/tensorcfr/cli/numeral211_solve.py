@@ -210,6 +210,10 @@ def solve_command(
                                 "entries of each column of Phi (renormalised)."),
     averaging: str = typer.Option("reach", "--averaging", help="Abstract solving: average "
                                   "advisor strategies weighted by reach, or uniform."),
+    cfr_br: bool = typer.Option(False, "--cfr-br", help="With --abstraction/--embedding: "
+                                "the abstraction's floor by CFR-BR (each seat trains on the "
+                                "abstraction against the full game's best response); prints "
+                                "the floor (b1(sigma_0) + b0(sigma_1)) / 2."),
 ) -> None:
     """Solve the whole unabstracted game with tensor CFR over the public tree (or, with
     --abstraction / --embedding, an abstraction or Embedding CFR); prints the exact
@@ -220,12 +224,12 @@ def solve_command(
         from tensorcfr.utils.resources import set_threads
 
         try:
-            if resume is not None or save is not None:
-                raise TensorCFRError("--save/--resume are for the full-game solver, not with "
-                                     "--abstraction or --embedding")
+            if checkpoint_minutes <= 0:
+                raise TensorCFRError("--checkpoint-minutes must be positive")
             from tensorcfr.utils.io import check_output_file
 
-            for path, opt in ((out, "--out"), (plot, "--plot"), (curve_out, "--curve")):
+            for path, opt in ((save, "--save"), (out, "--out"), (plot, "--plot"),
+                              (curve_out, "--curve")):
                 if path is not None:
                     check_output_file(path, opt)
             requested = (game_config(ranks, suits, ante, bets, max_bets)
@@ -237,11 +241,22 @@ def solve_command(
                 averaging=averaging, algo=algo, iterations=iterations, eval_every=eval_every,
                 out=out, plot=plot, curve_out=curve_out, dtype=_dtype(dtype),
                 device=resolve_device(device, "--device"), threads=set_threads(threads),
-                json_out=json_out)
+                json_out=json_out, cfr_br=cfr_br, save=save, resume=resume,
+                checkpoint_seconds=checkpoint_minutes * 60)
         except TensorCFRError as exc:
             fail(str(exc), exc.exit_code)
         if json_out:
             print_json(summary)
+        elif cfr_br:
+            s0, s1 = summary["seats"]
+            console.print(f"{summary['game']} {summary['method']} CFR-BR ({summary['algo']}): "
+                          f"{summary['iterations']} iterations, {summary['seconds']:.1f} s; "
+                          f"floor {summary['floor']:.6g} chips/game = "
+                          f"{summary['floor_mbg']:.6g} mb/g (seat 0: b1 "
+                          f"{s0[s0['used'] if s0['used'] == 'average' else 'best_current']:.6g}"
+                          f" ({s0['used']}), seat 1: b0 "
+                          f"{s1[s1['used'] if s1['used'] == 'average' else 'best_current']:.6g}"
+                          f" ({s1['used']}))", highlight=False)
         else:
             console.print(f"{summary['game']} {summary['method']} {summary['algo']}: "
                           f"{summary['iterations']} iterations, {summary['seconds']:.1f} s; "
@@ -254,6 +269,9 @@ def solve_command(
     from tensorcfr.utils.resources import format_bytes, parse_memory, peak_rss_mb, set_threads
 
     try:
+        if cfr_br:
+            raise TensorCFRError("--cfr-br needs --abstraction or --embedding (the full game "
+                                 "is its own floor)")
         if iterations < 1:
             raise TensorCFRError(f"--iterations must be at least 1, got {iterations}")
         if eval_every < 0:

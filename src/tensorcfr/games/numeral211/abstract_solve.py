@@ -45,15 +45,19 @@ def abstract_solver(game: Numeral211PublicGame, embeddings: Sequence[Embedding],
 
 def run_abstract(game: Numeral211PublicGame, solver: AbstractCFR, iterations: int, *,
                  eval_every: int = 0,
-                 on_progress: Callable[[int, float | None], None] | None = None
+                 on_progress: Callable[[int, float | None], None] | None = None,
+                 curve: list[dict[str, float]] | None = None,
+                 on_iteration: Callable[[list[dict[str, float]]], None] | None = None
                  ) -> list[dict[str, float]]:
     """Iterate ``solver`` to ``iterations``; every ``eval_every`` iterations (and at the end)
     the exact full-game exploitability of its average strategy.  Returns the curve: dicts
     ``{"iteration", "exploitability" (chips/game), "mbg", "seconds"}`` (``seconds``: solving
-    time so far, evaluation excluded).  ``on_progress(iteration, last exploitability)``."""
-    curve: list[dict[str, float]] = []
-    solving = 0.0
-    last: float | None = None
+    time so far, evaluation excluded).  ``on_progress(iteration, last exploitability)``;
+    ``curve``: the curve so far of a resumed solver (continued, seconds included);
+    ``on_iteration(curve so far)`` after every iteration (checkpoints)."""
+    curve = list(curve or [])
+    solving = curve[-1]["seconds"] if curve else 0.0
+    last: float | None = curve[-1]["exploitability"] if curve else None
     while solver.iteration < iterations:
         start = time.perf_counter()
         solver.iterate(1)
@@ -64,6 +68,8 @@ def run_abstract(game: Numeral211PublicGame, solver: AbstractCFR, iterations: in
             last = ex
             curve.append({"iteration": t, "exploitability": ex,
                           "mbg": to_mbg(ex, game.config), "seconds": solving})
+        if on_iteration is not None:
+            on_iteration(curve)
         if on_progress is not None:
             on_progress(t, last)
     return curve

@@ -51,6 +51,7 @@ __all__ = [
     "METHODS", "KRWEMD_WEIGHTS", "board_multiplicity", "class_sizes", "class_representatives",
     "round_wtl", "round_equity", "flop_turn_histograms", "build_abstraction",
     "lossless_bucket_map", "cell_buckets", "parse_weights", "check_bucket_map", "same_deck",
+    "round_ehs2", "EHS_FEATURES",
 ]
 
 METHODS = ("ehs", "paemd", "krwemd")
@@ -160,6 +161,22 @@ def round_equity(config: GameConfig, r: int, *, per_class: bool = True) -> np.nd
     return wtl[..., 0] + 0.5 * wtl[..., 1]
 
 
+def round_ehs2(config: GameConfig, r: int) -> np.ndarray:
+    """E[HS^2] per class [C_r]: the mean over the remaining public cards of the squared
+    turn equity (Johanson et al. 2013's feature: it rewards hands whose strength may still
+    rise or fall, which EHS averages away).  At the turn it is the equity squared."""
+    turn = round_equity(config, config.num_rounds - 1, per_class=False) ** 2
+    cells = turn[..., None]
+    for j in range(config.num_rounds - 1, r, -1):
+        cells = _roll_back(config, j, cells)
+    b, h = class_representatives(config, r)
+    return cells[b, h, 0]
+
+
+EHS_FEATURES = ("ehs", "ehs2")
+"""Features clustered by the ``ehs`` method: the equity, or E[HS^2]."""
+
+
 def cell_buckets(config: GameConfig, r: int, labels: np.ndarray) -> np.ndarray:
     """[B_r, H] int64 bucket of every canonical cell from class labels [C_r] (-1 on
     clashing cells)."""
@@ -251,14 +268,19 @@ def _check_budget(config: GameConfig, flop: int, turn: int) -> list[int]:
 def build_abstraction(config: GameConfig, method: str, flop: int, turn: int, *,
                       seed: int = 0, ehs_bins: bool = False,
                       weights: str | tuple[tuple[float, ...], tuple[float, ...]] = "16,4,1;4,1",
-                      max_iter: int = 100,
+                      max_iter: int = 100, ehs_feature: str = "ehs",
+                      hist_turn: int | None = None,
                       progress: Callable[[str], None] | None = None) -> BucketMap:
     """Build the ``method`` abstraction (``ehs``, ``paemd``, ``krwemd``) with ``flop`` and
     ``turn`` buckets; the preflop keeps its isomorphic classes.
 
     ``seed``: clustering seed; ``ehs_bins``: equal-width equity bins instead of k-means
     (``ehs`` only); ``weights``: KrwEmd weights (``"16,4,1;4,1"`` or the parsed tuples);
-    ``max_iter``: Lloyd iterations of the L1/EMD k-means; ``progress``: called with a short
+    ``max_iter``: Lloyd iterations of the L1/EMD k-means; ``ehs_feature``: ``"ehs"`` (the
+    equity) or ``"ehs2"`` (E[HS^2], :func:`round_ehs2`), ``ehs`` only; ``hist_turn``: PaEmd's
+    number of turn equity clusters over which the flop histograms are taken (default: the
+    turn budget, Ganzfried & Sandholm's choice; more gives the flop a finer view of its
+    potential while the turn keeps ``turn`` buckets); ``progress``: called with a short
     text before each stage.  Returns a :class:`BucketMap` whose ``extra`` holds the per-class
     equities (``equity_<r>``) and, for PaEmd, the turn-bucket means.
     """
@@ -267,6 +289,17 @@ def build_abstraction(config: GameConfig, method: str, flop: int, turn: int, *,
         raise TensorCFRError(f"unknown abstraction method {method!r}: choose one of "
                              f"{', '.join(METHODS)}")
     counts = _check_budget(config, flop, turn)
+    if ehs_feature not in EHS_FEATURES:
+        raise TensorCFRError(f"unknown EHS feature {ehs_feature!r}: choose one of "
+                             f"{', '.join(EHS_FEATURES)}")
+    if ehs_feature != "ehs" and method != "ehs":
+        raise TensorCFRError("the EHS feature option applies to the ehs method only")
+    if hist_turn is not None:
+        if method != "paemd":
+            raise TensorCFRError("the histogram turn-cluster option applies to paemd only")
+        if not isinstance(hist_turn, (int, np.integer)) or not 1 <= hist_turn <= counts[2]:
+            raise TensorCFRError(f"histogram turn clusters must be between 1 and the "
+                                 f"{counts[2]} turn classes, got {hist_turn!r}")
     say = progress or (lambda _text: None)
     start = time.perf_counter()
     say("win/tie/lose features")
@@ -277,19 +310,26 @@ def build_abstraction(config: GameConfig, method: str, flop: int, turn: int, *,
     extra: dict[str, np.ndarray] = {f"equity_{r}": equity[r] for r in range(3)}
     if method == "ehs":
         params["clustering"] = "equal-width" if ehs_bins else "kmeans"
+        params["feature"] = ehs_feature
         for r, k in ((1, flop), (2, turn)):
-            say(f"{'binning' if ehs_bins else 'k-means on'} round {r} equity")
+            say(f"{'binning' if ehs_bins else 'k-means on'} round {r} {ehs_feature}")
+            values = equity[r] if ehs_feature == "ehs" else round_ehs2(config, r)
             if ehs_bins:
-                lab, _ = equal_width_bins(equity[r], k)
+                lab, _ = equal_width_bins(values, k)
             else:
-                lab, _ = kmeans_1d(equity[r], k, sizes[r], seed=seed)
+                lab, _ = kmeans_1d(values, k, sizes[r], seed=seed)
             labels.append(lab)
     elif method == "paemd":
         say("k-means on turn equity")
         turn_lab, turn_means = kmeans_1d(equity[2], turn, sizes[2], seed=seed)
+        hist_lab, hist_means = turn_lab, turn_means
+        if hist_turn is not None and hist_turn != turn:
+            say(f"k-means on turn equity into {hist_turn} histogram clusters")
+            hist_lab, hist_means = kmeans_1d(equity[2], int(hist_turn), sizes[2], seed=seed)
+        params["hist_turn"] = int(len(hist_means))
         say("flop histograms over turn buckets")
-        hist = flop_turn_histograms(config, turn_lab, len(turn_means))
-        feats, dim_w = emd_features(hist, turn_means)
+        hist = flop_turn_histograms(config, hist_lab, len(hist_means))
+        feats, dim_w = emd_features(hist, hist_means)
         say("k-means with the exact EMD on the flop")
         flop_lab, _, _ = kmeans_l1(feats, flop, dim_weights=dim_w, weights=sizes[1],
                                    seed=seed, max_iter=max_iter)

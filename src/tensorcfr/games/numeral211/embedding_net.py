@@ -11,8 +11,10 @@ details open):
 
 with ``m`` advisors (225 on the flop, 396 on the turn in the paper's budget) and the target
 (``target="wtl"``) the (win, tie, lose) probabilities of the class at its own round and at
-every earlier round (3 (r + 1) numbers, the k-recall winrate features), or (``"ehs"``) the
-equities only (r + 1 numbers).  Trained supervised on all classes (weighted by how many
+every earlier round (3 (r + 1) numbers, the k-recall winrate features), (``"ehs"``) the
+equities only (r + 1 numbers), or (``"hist"``) the class's equity histogram: the
+distribution of its turn equity over the remaining public cards in 10 equal-width bins, plus
+its own equity (11 numbers; at the turn the histogram is one bin).  Trained supervised on all classes (weighted by how many
 concrete infosets each stands for) with Adam and the weighted mean squared error, then frozen;
 Phi's columns are the softmax outputs.  The preflop is not embedded (identity).
 
@@ -44,7 +46,9 @@ __all__ = ["HandEbdNet", "EmbeddingFile", "class_inputs", "class_targets", "trai
            "save_embedding", "load_embedding", "EMBEDDING_FORMAT", "TARGETS"]
 
 EMBEDDING_FORMAT = "tensorcfr-embedding"
-TARGETS = ("wtl", "ehs")
+TARGETS = ("wtl", "ehs", "hist")
+HIST_BINS = 10
+"""Bins of the ``hist`` target's equity histogram."""
 
 
 class HandEbdNet(torch.nn.Module):
@@ -89,6 +93,17 @@ def class_targets(config: GameConfig, r: int, target: str = "wtl") -> np.ndarray
     if target not in TARGETS:
         raise TensorCFRError(f"unknown --target {target!r}: choose one of {', '.join(TARGETS)}")
     b, h = class_representatives(config, r)
+    if target == "hist":
+        from tensorcfr.games.numeral211.abstractions import _roll_back, round_equity
+
+        last = config.num_rounds - 1
+        turn_eq = round_equity(config, last, per_class=False)
+        bins = np.minimum((turn_eq * HIST_BINS).astype(np.int64), HIST_BINS - 1)
+        cells = np.eye(HIST_BINS)[bins]  # [B, H, bins]
+        for j in range(last, r, -1):
+            cells = _roll_back(config, j, cells)
+        own = round_equity(config, r, per_class=False)[b, h]
+        return np.concatenate([cells[b, h], own[:, None]], axis=1).astype(np.float32)
     boards = isomorphism(config).boards[r][b]
     parts = []
     for j in range(r, -1, -1):
