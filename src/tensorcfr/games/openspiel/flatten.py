@@ -230,6 +230,14 @@ def _new_level_arrays() -> tuple:
     return (array("i"), array("b"), array("i"), array("i"), array("d"), array("d"))
 
 
+def _appenders(arrays: tuple) -> tuple:
+    """The bound ``append`` methods of one depth's arrays (``extend`` for the returns), and
+    the kind array (whose length is the next node's index): the walk's per-node calls."""
+    parents, kinds, infosets, slots, probs, returns = arrays
+    return (parents.append, kinds.append, infosets.append, slots.append, probs.append,
+            returns.extend, kinds)
+
+
 def _flatten(loaded: "object", max_memory_bytes: int | None, dtype: torch.dtype,
              max_nodes: int | None,
              progress: "Callable[[int, int], None] | None" = None) -> LevelTree:
@@ -267,6 +275,7 @@ def _flatten(loaded: "object", max_memory_bytes: int | None, dtype: torch.dtype,
     infoset_offset = array("q")
     num_slots = 0
     levels_arrays: list[tuple] = [_new_level_arrays()]
+    level_appenders: list[tuple] = [_appenders(levels_arrays[0])]
 
     # Pending nodes: (state, parent's index in its level, depth, slot, chance prob);
     # children are pushed in reverse so that they are popped (visited) in action order.
@@ -301,29 +310,31 @@ def _flatten(loaded: "object", max_memory_bytes: int | None, dtype: torch.dtype,
                                        chance_edges)
                 if progress is not None:
                     progress(node, len(infoset_index))
-            parents, kinds, infosets, slots, probs, returns = levels_arrays[depth]
+            (append_parent, append_kind, append_infoset, append_slot, append_prob,
+             extend_returns, kinds) = level_appenders[depth]
             index = len(kinds)  # this node's position in its level
-            parents.append(parent)
-            slots.append(slot)
+            append_parent(parent)
+            append_slot(slot)
             if slot < 0:
-                probs.append(prob)
+                append_prob(prob)
                 chance_edges += 1
             player = state.current_player()
             if player == terminal_id:
-                kinds.append(KIND_TERMINAL)
-                infosets.append(-1)
-                returns.extend(state.returns())
+                append_kind(KIND_TERMINAL)
+                append_infoset(-1)
+                extend_returns(state.returns())
                 terminals += 1
             elif player == chance_id:
-                kinds.append(KIND_CHANCE)
-                infosets.append(-1)
+                append_kind(KIND_CHANCE)
+                append_infoset(-1)
                 child_depth = depth + 1
                 if child_depth == len(levels_arrays):
                     levels_arrays.append(_new_level_arrays())
+                    level_appenders.append(_appenders(levels_arrays[-1]))
                 push_all([(state.child(a), index, child_depth, -1, p)
                           for a, p in reversed(state.chance_outcomes()) if p > 0.0])
             elif player >= 0:
-                kinds.append(player)
+                append_kind(player)
                 key = state.information_state_string(player)
                 legal = state.legal_actions(player)
                 info = infoset_index.get(key)
@@ -344,11 +355,12 @@ def _flatten(loaded: "object", max_memory_bytes: int | None, dtype: torch.dtype,
                         f"{game_string}: histories with information state {key!r} differ in "
                         "acting player or legal actions (the info-state strings do not "
                         "define information sets)")
-                infosets.append(info)
+                append_infoset(info)
                 first_slot = infoset_offset[info]
                 child_depth = depth + 1
                 if child_depth == len(levels_arrays):
                     levels_arrays.append(_new_level_arrays())
+                    level_appenders.append(_appenders(levels_arrays[-1]))
                 push_all([(state.child(legal[j]), index, child_depth, first_slot + j, 1.0)
                           for j in range(len(legal) - 1, -1, -1)])
             else:
@@ -367,7 +379,7 @@ def _flatten(loaded: "object", max_memory_bytes: int | None, dtype: torch.dtype,
                            current_rss_bytes() - rss_start, terminals, chance_edges)
     if progress is not None:
         progress(total_nodes, len(infoset_index))
-    del stack
+    del stack, level_appenders
     num_infosets = len(infoset_index)
     walk_keys = list(infoset_index)  # walk-order id -> key (the dict's insertion order)
     del infoset_index
