@@ -196,15 +196,19 @@ class _FlatTree:
         num_slots = int(num_actions.sum()) if num_infosets else 0
         self.num_slots = num_slots
         self.num_infosets = num_infosets
-        internal_infoset = torch.repeat_interleave(torch.arange(num_infosets), new_num_actions)
-        within = torch.arange(num_slots) - new_offset[internal_infoset]
-        old_slot = old_offset[order][internal_infoset] + within  # internal slot -> tree slot
-        del within
-        new_of_old_slot = torch.empty(num_slots, dtype=torch.long)
-        new_of_old_slot[old_slot] = torch.arange(num_slots)
-        # Slot permutations, only gathered with (index_select): int32 where it fits.
+        # Slot-sized index arrays in int32 where the counts allow (the set-up's peak: a few
+        # of them exist at once; slot permutations are only gathered with).
         slot_index_dtype = torch.int32 if num_slots < 2**31 - 1 else torch.long
-        self.tree_slot_of_internal = old_slot.to(device=device, dtype=slot_index_dtype)
+        internal_infoset = torch.repeat_interleave(
+            torch.arange(num_infosets, dtype=slot_index_dtype), new_num_actions)
+        # internal slot -> tree slot: the infoset's first tree slot + the action's position
+        old_slot = (old_offset[order] - new_offset).to(slot_index_dtype).index_select(
+            0, internal_infoset)
+        old_slot.add_(torch.arange(num_slots, dtype=slot_index_dtype))
+        new_of_old_slot = torch.empty(num_slots, dtype=slot_index_dtype)
+        new_of_old_slot.index_copy_(0, old_slot.long(), torch.arange(num_slots,
+                                                                     dtype=slot_index_dtype))
+        self.tree_slot_of_internal = old_slot.to(device=device)
         del old_slot
         sorted_player = player[order]
         self.infoset_range: list[tuple[int, int]] = []
@@ -304,7 +308,7 @@ class _FlatTree:
             if utility is None:
                 self.utility_levels.append(terminal_utility.t())
             else:
-                utility[:, t0:t1] = terminal_utility.t().to(device=device, dtype=dtype)
+                utility[:, t0:t1].copy_(terminal_utility.t())  # (casts, no temporary)
                 self.utility_levels.append(utility[:, t0:t1])
             del terminal_utility
             if d > 0:
@@ -325,14 +329,14 @@ class _FlatTree:
                         continue
                     a0 = self.slot_range[q][0]
                     if count == n:
-                        local_slot = new_of_old_slot.index_select(0, slot).sub_(a0)
+                        local_slot = new_of_old_slot.index_select(0, slot).long().sub_(a0)
                         self.player_levels[q].append(_PlayerLevel(
                             d, None, parent, local_slot.to(device), chunk))
                     else:
                         self.mixed_mask[q][d] = below.to(device)
                         child_index = torch.nonzero(below).squeeze(1)
                         local_slot = new_of_old_slot.index_select(
-                            0, slot.index_select(0, child_index)).sub_(a0)
+                            0, slot.index_select(0, child_index)).long().sub_(a0)
                         self.player_levels[q].append(_PlayerLevel(
                             d, child_index.to(device), parent[child_index.to(device)],
                             local_slot.to(device), chunk))
@@ -351,6 +355,8 @@ class _FlatTree:
                 self.chance_reach.append(chance_prev[:1].clone().expand(n) if constant
                                          else chance_prev)
             prev_kind = kind
+            if n >= 1 << 16:
+                release_free_memory()  # this level's temporaries and replaced arrays
         del prev_kind, chance_prev
         # Levels of terminal nodes only (the last one, and most of the nodes of games like
         # battleship) need no reach and no values buffer: their values are the utilities.
