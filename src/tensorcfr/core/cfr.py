@@ -19,6 +19,10 @@ One iteration is a handful of whole-tensor operations per tree level:
   with ``scatter_add_`` straight into the cumulative regrets (the counterfactual regret of
   CFR, added history by history in OpenSpiel's order).
 
+The reach and value passes, the average update and regret matching are the
+game-independent steps of :mod:`tensorcfr.core.level_graph` and
+:mod:`tensorcfr.core.regret`, shared with the Pasur solver.
+
 Nodes of all levels keep the tree's order (children in action order, so sums run in
 OpenSpiel's order) and are laid out flat by depth, level ``d`` occupying
 ``[level_start[d], level_start[d+1])`` of the edge probabilities; values and reach exist
@@ -47,12 +51,14 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from tensorcfr.core import level_graph
 from tensorcfr.core.regret import (
     CFRVariant,
     average_decay,
     discount_factor,
     discount_regrets,
     normalize_strategy,
+    regret_matching_into,
 )
 from tensorcfr.core.policy_io import read_checkpoint, save_checkpoint
 from tensorcfr.core.tree import KIND_CHANCE, KIND_TERMINAL, LevelTree, estimate_tree_bytes
@@ -398,11 +404,7 @@ def _regret_matching_uniform(regrets: Tensor, action_infoset: Tensor, totals: Te
     C, so no temporary of the slots' size is allocated (the same additions in the same
     order)."""
     if buffers is None or buffers[0].numel() >= regrets.numel():
-        positive = regrets.clamp_min(0)
-        totals.zero_()
-        totals.index_add_(0, action_infoset, positive)
-        slot_totals = totals.index_select(0, action_infoset)
-        return torch.where(slot_totals > zero, positive.div_(slot_totals), uniform, out=out)
+        return regret_matching_into(regrets, action_infoset, totals, uniform, zero, out=out)
     first, second = buffers
     pieces = _chunks(int(regrets.numel()), int(first.numel()))
     totals.zero_()
@@ -802,7 +804,7 @@ class TensorCFRSolver:
                 factor = (None if share == "none" else self._mixed_factor[row][d]
                           if share == "mixed" else self._edge_prob[s:e])
                 out.append((node_view(reach, d - 1), parent_local[d], node_view(reach, d),
-                            factor, 0))
+                            factor, None))  # tree level: child None
             return out
 
         def gathered_views(values: Tensor, row: int | None, scratch: Tensor,
@@ -969,19 +971,16 @@ class TensorCFRSolver:
     @staticmethod
     def _forward(views: list[tuple]) -> None:
         """Top-down pass over precomputed level views: ``reach[n] = reach[parent(n)] *
-        factor[n]`` (levels above a player's first action keep reach 1)."""
-        for reach_parent, parent_local, reach_out, factor, dim in views:
-            torch.index_select(reach_parent, dim, parent_local, out=reach_out)
-            if factor is not None:
-                reach_out.mul_(factor)
+        factor[n]`` (levels above a player's first action keep reach 1); the shared
+        :func:`tensorcfr.core.level_graph.forward_pass` on tree levels."""
+        level_graph.forward_pass(views)
 
     @staticmethod
     def _backward(views: list[tuple]) -> None:
         """Bottom-up pass: ``values[h] += sum_children edge_prob * values[child]`` (in place;
-        the values buffer must hold the terminal utilities and zeros elsewhere)."""
-        for values_child, edge_prob, scratch, values_parent, parent_local, dim in views:
-            torch.mul(values_child, edge_prob, out=scratch)
-            values_parent.scatter_add_(dim, parent_local, scratch)
+        the values buffer must hold the terminal utilities and zeros elsewhere); the shared
+        :func:`tensorcfr.core.level_graph.backward_pass`."""
+        level_graph.backward_pass(views)
 
     @staticmethod
     def _backward_gathered(views: list[tuple]) -> None:
@@ -990,8 +989,8 @@ class TensorCFRSolver:
         for strategy, slot, gathered, values_child, scratch, values_parent, parent_local, \
                 dim in views:
             torch.index_select(strategy, 0, slot, out=gathered)
-            torch.mul(values_child, gathered, out=scratch)
-            values_parent.scatter_add_(dim, parent_local, scratch)
+            level_graph.backup_values(values_child, gathered, scratch, values_parent,
+                                      parent_local, dim)
 
     def _counterfactual_reach(self, before: list[Tensor], after: list[Tensor]) -> Tensor | None:
         """Product of the other reach rows at one level's parents (players before the
@@ -1063,11 +1062,8 @@ class TensorCFRSolver:
         discount_regrets(regrets, self.variant, t, out=regrets)
         # (update_average(average, own_reach x strategy); a separate multiply and add, not
         # addcmul_, measured to round differently from the numpy fast path's a + b * c.)
-        average = self._average_views[player]
-        decay = average_decay(self.variant, t)
-        if decay != 1.0:
-            average.mul_(decay)
-        average.add_(own_reach.mul_(self._strategy_views[player]))
+        level_graph.accumulate_average(self._average_views[player], own_reach,
+                                       self._strategy_views[player], self.variant, t)
 
     def _player_strategy(self, player: int) -> None:
         """Regret matching for ``player`` (PCFR+: on regrets + prediction)."""
