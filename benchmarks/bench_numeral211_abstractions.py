@@ -77,6 +77,7 @@ EMBEDDINGS: list[tuple[str, dict[str, Any]]] = [
     ("target wtl, balanced loss, m = 2x budget", {"target": "wtl", "balance": 1.0,
                                                   "epochs": 150, "batch": 128, "scale": 2}),
 ]
+LOSSLESS_FLOOR = "lossless: one bucket per class"
 COLOURS = {"ehs": "tab:blue", "paemd": "tab:orange", "krwemd": "tab:green",
            "embedding cfr": "tab:red", "full game": "black"}
 
@@ -263,6 +264,21 @@ def main() -> None:
                 floor_cache.put(label + " floor", floor)
                 print(f"{label}: CFR-BR floor {floor['floor_mbg']:.1f} mb/g", flush=True)
             floors[label] = floor
+        label = LOSSLESS_FLOOR
+        if args.only in label:  # calibration: the true floor is 0, the value is CFR-BR's error
+            floor = floor_cache.get(label + " floor")
+            if floor is None and not args.cached_only:
+                from tensorcfr.games.numeral211.abstract_solve import lossless_embeddings
+
+                start = time.perf_counter()
+                floor = cfr_br_floor(game, lossless_embeddings(game), args.floor_iterations,
+                                     algo=args.floor_algo, eval_every=args.floor_eval_every)
+                floor.pop("cfr_br")
+                floor.update(wall_seconds=time.perf_counter() - start, machine=machine())
+                floor_cache.put(label + " floor", floor)
+                print(f"{label}: CFR-BR floor {floor['floor_mbg']:.1f} mb/g", flush=True)
+            if floor is not None:
+                floors[label] = floor
     report["runs"] = runs
     report["floors"] = floors
     report["machine_end"] = machine()
@@ -308,6 +324,19 @@ def reuse_runs(path: str, cache: Cache, config: GameConfig) -> None:
                           "build_seconds": build, "reused_from": f"{path} ({name})",
                           "machine": old.get("machine_start")})
         print(f"{label}: reused from {path}", flush=True)
+
+
+def load_range(report: dict) -> str:
+    """The 1-minute load averages noted at the end of the runs (cached runs keep theirs)."""
+    loads = []
+    for item in list(report["runs"].values()) + list(report.get("floors", {}).values()):
+        m = re.search(r"load average ([0-9.]+)", str(item.get("machine", "")))
+        if m:
+            loads.append(float(m.group(1)))
+    if not loads:
+        return ""
+    return (f"Load average (1 min) at the end of each run, noted per run in the JSON: "
+            f"{min(loads):.1f} to {max(loads):.1f} on {os.cpu_count()} CPUs.")
 
 
 def best_settings(runs: dict[str, dict]) -> dict[str, str]:
@@ -366,7 +395,11 @@ def write_outputs(report: dict, out: str, extra: list[str]) -> None:
                 label=label if baseline != "full game" else "full game (lossless)")
         if label in floors:
             ax.axhline(floors[label]["floor_mbg"], color=colour, ls="--", lw=1,
-                       label=f"{baseline} floor (CFR-BR)")
+                       label=f"{baseline} floor (CFR-BR, "
+                       f"{floors[label]['iterations']} iterations)")
+    if LOSSLESS_FLOOR in floors:
+        ax.axhline(floors[LOSSLESS_FLOOR]["floor_mbg"], color="grey", ls=":", lw=1,
+                   label="CFR-BR on lossless buckets (true floor 0: CFR-BR's own error)")
     ax.set_yscale("log")
     ax.set_xlabel("iteration (vanilla CFR, full sweeps)")
     ax.set_ylabel("full-game exploitability (b0+b1)/2, mb/g")
@@ -400,14 +433,16 @@ def write_outputs(report: dict, out: str, extra: list[str]) -> None:
             "abstract strategy, b0(sigma_1) likewise; floor = (b1(sigma_0) + b0(sigma_1)) / 2 "
             "with each seat's least exploitable evaluated strategy, the average or the "
             "current one):", "",
-            "| abstraction | floor (mb/g) | seat 0: b1, average / current (mb/g) | seat 1: b0, "
-            "average / current (mb/g) | used | CFR-BR time (s) |", "|---|---|---|---|---|---|"]
+            "| abstraction | floor (mb/g) | seat 0: b1, final average / best current "
+            "(at iteration), mb/g | seat 1: b0, final average / best current (at iteration), "
+            "mb/g | counted | CFR-BR time (s) |", "|---|---|---|---|---|---|"]
         for label, floor in floors.items():
             s0, s1 = floor["seats"]
             floor_lines.append(
                 f"| {label} | {floor['floor_mbg']:.1f} | {s0['average_mbg']:.1f} / "
-                f"{s0['current_mbg']:.1f} | {s1['average_mbg']:.1f} / "
-                f"{s1['current_mbg']:.1f} | {s0['used']}, {s1['used']} | "
+                f"{s0['best_current_mbg']:.1f} ({s0['best_iteration']}) | "
+                f"{s1['average_mbg']:.1f} / {s1['best_current_mbg']:.1f} "
+                f"({s1['best_iteration']}) | {s0['used']}, {s1['used']} | "
                 f"{floor['seconds']:.1f} |")
     head = [f"# Numeral211 abstractions: Figure 5 on {report['game']}", "",
             "Exact full-game exploitability (b0 + b1) / 2 in mb/g (thousandths of the ante per "
@@ -416,7 +451,7 @@ def write_outputs(report: dict, out: str, extra: list[str]) -> None:
             "The plot, the CSV and the JSON beside this file hold the curves.  Explained in "
             "[../numeral211_abstractions.md](../numeral211_abstractions.md).", "",
             f"Machine at start: {report.get('machine_start')}; at end: "
-            f"{report.get('machine_end')}.", "",
+            f"{report.get('machine_end')}.  {load_range(report)}", "",
             "Rerun: `nice -n 5 python benchmarks/bench_numeral211_abstractions.py "
             f"--iterations {args['iterations']} --eval-every {args['eval_every']} "
             f"--floor-iterations {args.get('floor_iterations', 0)} --out "
