@@ -191,7 +191,8 @@ def solve_abstract(*, abstraction: Optional[str], embedding: Optional[str], top_
                    dtype: Any, device: Any, threads: int, json_out: bool,
                    cfr_br: bool = False, save: Optional[str] = None,
                    resume: Optional[str] = None,
-                   checkpoint_seconds: float = 600.0) -> dict[str, Any]:
+                   checkpoint_seconds: float = 600.0,
+                   sampling: Any = None) -> dict[str, Any]:
     """Solve an abstraction (bucket map) or run Embedding CFR (Phi file) on its game and
     measure the average strategy in the full game; returns the JSON summary (printed by
     ``numeral211 solve``).  ``dtype``/``device``: resolved torch objects; ``requested``: the
@@ -278,8 +279,10 @@ def solve_abstract(*, abstraction: Optional[str], embedding: Optional[str], top_
         raise MemoryLimitError(f"abstract solving of {config.describe()} needs about "
                                f"{format_bytes(need)} but {format_bytes(limit)} are allowed; "
                                "free memory, raise --max-memory or use a smaller variant")
+    if sampling is not None and cfr_br:
+        raise TensorCFRError("--cfr-br runs exact full sweeps; leave out --sample-boards")
     solver = abstract_solver(game, embeddings, algo=name,
-                             averaging="reach" if cfr_br else averaging)
+                             averaging="reach" if cfr_br else averaging, sampling=sampling)
     from tensorcfr.games.numeral211.abstract_checkpoint import (embedding_fingerprint,
                                                                 load_abstract_checkpoint,
                                                                 save_abstract_checkpoint)
@@ -370,7 +373,9 @@ def solve_abstract(*, abstraction: Optional[str], embedding: Optional[str], top_
               "iterations": solver.iteration, "iterations_run": ran,
               "resumed_from": resumed_from, "checkpoint": save,
               "seconds": seconds, "memory_estimate_bytes": need, "threads": threads,
-              "device": str(device), "strategy_file": out}
+              "device": str(device), "strategy_file": out,
+              "sampling": ({"mode": "exact full sweeps"} if sampling is None
+                           else sampling.to_dict())}
     if cfr_br:
         assert floor is not None and runner is not None
         floor.pop("cfr_br", None)

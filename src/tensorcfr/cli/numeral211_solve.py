@@ -214,10 +214,23 @@ def solve_command(
                                 "the abstraction's floor by CFR-BR (each seat trains on the "
                                 "abstraction against the full game's best response); prints "
                                 "the floor (b1(sigma_0) + b0(sigma_1)) / 2."),
+    sample_boards: Optional[int] = typer.Option(
+        None, "--sample-boards", help="Sampled iterations (public chance sampling): draw K "
+        "boards of every round per board of the round before, all private hands kept "
+        "(default: exact full sweeps; 0 = every board through the sampled path)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of --sample-boards (iteration t's draw "
+                             "depends only on the seed and t)."),
 ) -> None:
     """Solve the whole unabstracted game with tensor CFR over the public tree (or, with
     --abstraction / --embedding, an abstraction or Embedding CFR); prints the exact
     exploitability (chips and mb/g per game) of the average strategy."""
+    sampling = None
+    if sample_boards is not None:
+        if sample_boards < 0:
+            fail(f"--sample-boards must be >= 0, got {sample_boards}")
+        from tensorcfr.core.public_tree import BoardSampling
+
+        sampling = BoardSampling(sample_boards, seed)
     if abstraction is not None or embedding is not None:
         from tensorcfr.cli.numeral211_abstract import solve_abstract
         from tensorcfr.utils.device import resolve_device
@@ -242,7 +255,7 @@ def solve_command(
                 out=out, plot=plot, curve_out=curve_out, dtype=_dtype(dtype),
                 device=resolve_device(device, "--device"), threads=set_threads(threads),
                 json_out=json_out, cfr_br=cfr_br, save=save, resume=resume,
-                checkpoint_seconds=checkpoint_minutes * 60)
+                checkpoint_seconds=checkpoint_minutes * 60, sampling=sampling)
         except TensorCFRError as exc:
             fail(str(exc), exc.exit_code)
         if json_out:
@@ -303,7 +316,7 @@ def solve_command(
                                      f"resume with --dtype {meta.get('dtype')}")
         game = n211.build_game(config, dtype=the_dtype, device=dev)
         solver = n211.make_solver(game, algo, max_memory_bytes=limit, alpha=alpha, beta=beta,
-                                  gamma=gamma)
+                                  gamma=gamma, sampling=sampling)
         if resume is not None:
             meta = n211.load_checkpoint(resume, solver, config)
             curve = list(meta.get("curve") or [])
@@ -380,6 +393,8 @@ def solve_command(
             "memory_estimate_bytes": solver.estimated_memory_bytes,
             "threads": n_threads, "device": str(dev), "dtype": dtype,
             "strategy_file": out, "checkpoint": save,
+            "sampling": ({"mode": "exact full sweeps"} if sampling is None
+                         else sampling.to_dict()),
         }
     except TensorCFRError as exc:
         fail(str(exc), exc.exit_code)

@@ -36,7 +36,8 @@ from tensorcfr.errors import CorruptFileError, MemoryLimitError, TensorCFRError
 __all__ = [
     "RoundTemplate", "PublicTreeGame", "PublicTreeCFR", "regret_matching_dense",
     "normalize_dense", "estimate_solver_bytes", "public_best_response",
-    "public_exploitability", "PublicExploitability",
+    "public_exploitability", "PublicExploitability", "public_pass", "BoardSample",
+    "BoardSampling", "sample_boards", "enumerate_boards", "board_sample_from_choices",
 ]
 
 
@@ -104,6 +105,16 @@ class PublicTreeGame(Protocol):
     def workspace_bytes(self, element_size: int) -> int:
         """Extra temporary memory the evaluators need, in bytes."""
 
+    # Sampled iterations (optional; needed only by ``sampling=``): ``chance_children(r)``
+    # returns ``(parent_of [B_r] long, prob [B_r] float64)``: the board of round r-1 every
+    # board of round r follows and the probability of that board given its parent (the
+    # probabilities of a parent's children sum to 1).  ``chance_forward``,
+    # ``chance_backward``, ``terminal_values`` and ``final_values`` then also accept a
+    # keyword ``sample`` (a :class:`BoardSample`): the board axis is the sample's positions
+    # (``sample.boards[r]``, repeats allowed) and the chance sum of round r is
+    # ``sum_i sample.chance_weight[r][i] * (values of position i, averaged over the concrete
+    # cards its board stands for)`` into position ``sample.parents[r][i]``.
+
 
 def regret_matching_dense(regrets: Tensor) -> Tensor:
     """Regret matching over the leading action axis: ``regrets`` [A, ...] -> strategy [A, ...].
@@ -148,24 +159,201 @@ def estimate_solver_bytes(game: PublicTreeGame, dtype: torch.dtype) -> int:
     return int((state + largest) * size + game.workspace_bytes(size) + 64 * 2**20)
 
 
+@dataclass(frozen=True)
+class BoardSample:
+    """The public chance outcomes one sampled iteration visits (public chance sampling).
+
+    Per round ``r`` the board axis of a sampled pass runs over *positions* ``i``:
+    ``boards[r][i]`` is the (canonical) board of position i (repeats allowed),
+    ``parents[r][i]`` its parent position in round r-1 (round 0: position i of the root
+    batch), ``chance_weight[r][i]`` its weight in the parent's chance sum (``1 / K`` for K
+    draws per parent; the chance probability itself when every child is enumerated) and
+    ``importance[r][i]`` = ``importance[r-1][parent] * chance_weight / prob(board | parent)``:
+    the factor that makes a position's regret / reach contribution an unbiased estimate of
+    its board's exact one (1 for an enumeration).  All [n_r] tensors on the game's device.
+    """
+
+    boards: tuple[Tensor, ...]
+    parents: tuple[Tensor, ...]
+    chance_weight: tuple[Tensor, ...]
+    importance: tuple[Tensor, ...]
+
+    @property
+    def sizes(self) -> list[int]:
+        """Positions per round."""
+        return [int(b.numel()) for b in self.boards]
+
+
+def _children_tables(game: PublicTreeGame) -> list[tuple[Tensor, Tensor]]:
+    """Per round r >= 1: ``(parent_of [B_r], prob [B_r] float64)`` from the game (checked)."""
+    hook = getattr(game, "chance_children", None)
+    if hook is None:
+        raise TensorCFRError(f"{type(game).__name__} does not support sampled iterations "
+                             "(no chance_children)")
+    out = [(torch.zeros(0, dtype=torch.long), torch.zeros(0, dtype=torch.float64))]
+    for r in range(1, len(game.rounds)):
+        parent_of, prob = hook(r)
+        out.append((parent_of.to("cpu", torch.long), prob.to("cpu", torch.float64)))
+    return out
+
+
+def board_sample_from_choices(game: PublicTreeGame, boards: Sequence[Tensor],
+                              parents: Sequence[Tensor],
+                              chance_weight: Sequence[Tensor]) -> BoardSample:
+    """A :class:`BoardSample` from explicit positions (round 0 included: usually every root
+    board with parent = itself and weight 1); importance weights are derived from the game's
+    ``chance_children`` probabilities.  Used by the samplers and to enumerate samples in
+    tests."""
+    tables = _children_tables(game)
+    dev = game.initial_reach().device
+    importance = [torch.as_tensor(chance_weight[0], dtype=torch.float64)]
+    for r in range(1, len(game.rounds)):
+        b = torch.as_tensor(boards[r], dtype=torch.long)
+        par = torch.as_tensor(parents[r], dtype=torch.long)
+        parent_of, prob = tables[r]
+        parent_boards = torch.as_tensor(boards[r - 1], dtype=torch.long)[par]
+        if not torch.equal(parent_of[b], parent_boards):
+            raise TensorCFRError(f"round {r}: a sampled board does not follow its parent")
+        w = torch.as_tensor(chance_weight[r], dtype=torch.float64)
+        importance.append(importance[r - 1][par] * w / prob[b])
+    fdtype = game.initial_reach().dtype
+    return BoardSample(
+        tuple(torch.as_tensor(b, dtype=torch.long).to(dev) for b in boards),
+        tuple(torch.as_tensor(p, dtype=torch.long).to(dev) for p in parents),
+        tuple(torch.as_tensor(w, dtype=torch.float64).to(dev, fdtype) for w in chance_weight),
+        tuple(w.to(dev, fdtype) for w in importance))
+
+
+def sample_boards(game: PublicTreeGame, per_parent: int, generator: torch.Generator
+                  ) -> BoardSample:
+    """Public chance sampling: every position of round r-1 draws ``per_parent`` boards of
+    round r (with replacement, in proportion to their chance probability), each with chance
+    weight ``1 / per_parent``; the root batch is kept whole.  Deterministic given the
+    (CPU) ``generator``'s state; private hands are never sampled (full vectors)."""
+    if per_parent < 1:
+        raise TensorCFRError(f"boards per parent must be >= 1, got {per_parent}")
+    tables = _children_tables(game)
+    b0 = game.num_boards[0]
+    boards = [torch.arange(b0)]
+    parents = [torch.arange(b0)]
+    weights = [torch.ones(b0, dtype=torch.float64)]
+    for r in range(1, len(game.rounds)):
+        parent_of, prob = tables[r]
+        nprev = game.num_boards[r - 1]
+        # children of each previous board as a padded probability table
+        counts = torch.bincount(parent_of, minlength=nprev)
+        width = int(counts.max())
+        order = torch.argsort(parent_of, stable=True)
+        starts = torch.cumsum(counts, 0) - counts
+        slot = torch.arange(len(parent_of)) - starts[parent_of[order]]
+        child_table = torch.zeros((nprev, width), dtype=torch.long)
+        prob_table = torch.zeros((nprev, width), dtype=torch.float64)
+        child_table[parent_of[order], slot] = order
+        prob_table[parent_of[order], slot] = prob[order]
+        rows = prob_table[boards[-1]]
+        draws = torch.multinomial(rows, per_parent, replacement=True, generator=generator)
+        chosen = child_table[boards[-1]].gather(1, draws).reshape(-1)
+        parents.append(torch.arange(len(boards[-1])).repeat_interleave(per_parent))
+        boards.append(chosen)
+        weights.append(torch.full((len(chosen),), 1.0 / per_parent, dtype=torch.float64))
+    return board_sample_from_choices(game, boards, parents, weights)
+
+
+def enumerate_boards(game: PublicTreeGame) -> BoardSample:
+    """Every board of every round, each with its chance probability as chance weight
+    (importance 1): a sampled pass over it is the exact pass (used by tests)."""
+    tables = _children_tables(game)
+    b0 = game.num_boards[0]
+    boards = [torch.arange(b0)]
+    parents = [torch.arange(b0)]
+    weights = [torch.ones(b0, dtype=torch.float64)]
+    for r in range(1, len(game.rounds)):
+        parent_of, prob = tables[r]
+        position_of = torch.full((game.num_boards[r - 1],), -1, dtype=torch.long)
+        position_of[boards[-1]] = torch.arange(len(boards[-1]))
+        keep = torch.nonzero(position_of[parent_of] >= 0).flatten()
+        boards.append(keep)
+        parents.append(position_of[parent_of[keep]])
+        weights.append(prob[keep])
+    return board_sample_from_choices(game, boards, parents, weights)
+
+
+@dataclass(frozen=True)
+class BoardSampling:
+    """How a solver samples: ``per_parent`` boards drawn per parent position (``0`` = every
+    board, the exact pass in sampled form) and the ``seed``; iteration t uses a generator
+    seeded from ``(seed, t)``, so a run (and a resumed run) is reproducible bitwise."""
+
+    per_parent: int = 1
+    seed: int = 0
+
+    def draw(self, game: PublicTreeGame, iteration: int) -> BoardSample:
+        """The sample of iteration ``iteration`` (1, 2, ...)."""
+        if self.per_parent == 0:
+            return enumerate_boards(game)
+        gen = torch.Generator(device="cpu")
+        gen.manual_seed((int(self.seed) * 1_000_003 + int(iteration)) % (2**63 - 1))
+        return sample_boards(game, self.per_parent, gen)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready description."""
+        return {"mode": "exhaustive" if self.per_parent == 0 else "public chance sampling",
+                "boards_per_parent": self.per_parent, "seed": self.seed}
+
+
+def parse_sampling(sampling: "BoardSampling | int | None") -> "BoardSampling | None":
+    """``None`` (exact full sweeps), an int (boards per parent, seed 0) or a
+    :class:`BoardSampling`."""
+    if sampling is None or isinstance(sampling, BoardSampling):
+        return sampling
+    if isinstance(sampling, bool) or not isinstance(sampling, int) or sampling < 0:
+        raise TensorCFRError(f"sampling must be a BoardSampling, a number of boards >= 0 or "
+                             f"None, got {sampling!r}")
+    return BoardSampling(int(sampling))
+
+
+class _InstantBuffers:
+    """Duck-typed solver for :func:`public_pass`: collects instantaneous regrets and
+    reach-weighted strategies (vanilla-CFR update rules add them to zeroed buffers)."""
+
+    def __init__(self, regrets: list[Tensor], average: list[Tensor], iteration: int) -> None:
+        self.regrets = regrets
+        self.average = average
+        self.iteration = iteration
+        self.variant = CFRVariant("cfr")
+
+
 class PublicTreeCFR:
     """CFR / CFR+ / LCFR / DCFR with alternating updates over a :class:`PublicTreeGame`.
 
     ``algo``: a variant name of :mod:`tensorcfr.core.regret` (``pcfr+`` is not supported
     here); ``dtype``: float32 (default) or float64; ``max_memory_bytes``: refuse (with
     :class:`MemoryLimitError`) when :func:`estimate_solver_bytes` exceeds it.
+
+    ``sampling``: ``None`` (default) = exact full sweeps; a :class:`BoardSampling` (or an int
+    K = boards per parent, seed 0) = public chance sampling: each iteration draws K boards
+    of every round per board of the round before (:func:`sample_boards`, both players'
+    passes share the draw) and updates only the drawn boards' cells, their regret and
+    average contributions multiplied by the sample's importance weights (unbiased).
+    Sampling runs ``cfr`` and ``cfr+``; with it the cumulative strategy is stored
+    unnormalised (``S += t^g w``: only the drawn cells change, so the normalised form's
+    per-iteration decay of every cell is not applied).
     """
 
     def __init__(self, game: PublicTreeGame, algo: str | CFRVariant = "cfr+", *,
                  alpha: float | None = None, beta: float | None = None,
                  gamma: float | None = None, dtype: torch.dtype | str = torch.float32,
                  device: torch.device | str = "cpu",
-                 max_memory_bytes: int | None = None) -> None:
+                 max_memory_bytes: int | None = None,
+                 sampling: "BoardSampling | int | None" = None) -> None:
         variant = algo if isinstance(algo, CFRVariant) else CFRVariant.parse(algo, alpha, beta,
                                                                             gamma)
         if variant.predictive:
             raise TensorCFRError("pcfr+ is not available in the public-tree solver; use cfr, "
                                  "cfr+, lcfr or dcfr")
+        self.sampling = parse_sampling(sampling)
+        if self.sampling is not None and variant.name not in ("cfr", "cfr+"):
+            raise TensorCFRError(f"sampled iterations run cfr or cfr+, not {variant.name}")
         if isinstance(dtype, str):
             name = dtype.strip().lower().removeprefix("torch.")
             if name not in ("float32", "float64"):
@@ -222,9 +410,44 @@ class PublicTreeCFR:
         """Run ``num_iterations`` iterations (player 0 then player 1 each time)."""
         for _ in range(num_iterations):
             self.iteration += 1
+            if self.sampling is not None:
+                self._sampled_iteration(self.sampling.draw(self.game, self.iteration))
+                continue
             for player in (0, 1):
-                _pass(self.game, self.strategy, player, "cfr", solver=self)
+                public_pass(self.game, self.strategy, player, "cfr", solver=self)
                 self._refresh_strategy(player)
+
+    def _sampled_iteration(self, sample: BoardSample) -> None:
+        """One iteration on the drawn boards (see the class docstring)."""
+        t = self.iteration
+        weight_t = float(t) ** self.variant.average_exponent()
+        uniques = [torch.unique(b, return_inverse=True) for b in sample.boards]
+        for player in (0, 1):
+            sub = [s.index_select(2, b) for s, b in zip(self.strategy, sample.boards)]
+            inst_r = [torch.zeros_like(x) for x in sub]
+            inst_w = [torch.zeros_like(x) for x in sub]
+            public_pass(self.game, sub, player, "cfr",
+                        solver=_InstantBuffers(inst_r, inst_w, t),  # type: ignore[arg-type]
+                        sample=sample)
+            del sub
+            for r, (uniq, inverse) in enumerate(uniques):
+                w = sample.importance[r][:, None]
+                shape = (inst_r[r].shape[0], inst_r[r].shape[1], len(uniq), inst_r[r].shape[3])
+                acc_r = inst_r[r].new_zeros(shape).index_add_(2, inverse, inst_r[r].mul_(w))
+                acc_w = inst_w[r].new_zeros(shape).index_add_(2, inverse, inst_w[r].mul_(w))
+                inst_r[r] = inst_w[r] = None  # type: ignore[call-overload]
+                tmpl = self.game.rounds[r]
+                for j, sl in enumerate(self._node_slices(r)):
+                    if tmpl.players[j] != player:
+                        continue
+                    regrets = self.regrets[r][sl].index_select(2, uniq).add_(acc_r[sl])
+                    if self.variant.floors_regrets:
+                        regrets.clamp_min_(0)
+                    self.regrets[r][sl].index_copy_(2, uniq, regrets)
+                    average = self.average[r][sl].index_select(2, uniq)
+                    self.average[r][sl].index_copy_(2, uniq, average.add_(acc_w[sl],
+                                                                         alpha=weight_t))
+                    self.strategy[r][sl].index_copy_(2, uniq, regret_matching_dense(regrets))
 
     # ------------------------------------------------------------------ state
     def state_arrays(self) -> dict[str, np.ndarray]:
@@ -254,20 +477,30 @@ class PublicTreeCFR:
             self._refresh_strategy(p)
 
 
-def _pass(game: PublicTreeGame, strategy: Sequence[Tensor], player: int, mode: str,
-          solver: PublicTreeCFR | None = None) -> Tensor:
-    """One forward + backward pass for ``player``.
+def public_pass(game: PublicTreeGame, strategy: Sequence[Tensor], player: int, mode: str,
+                solver: Any = None, sample: BoardSample | None = None) -> Tensor:
+    """One forward + backward pass for ``player`` over the public tree.
 
-    ``mode``: ``"cfr"`` (values under the strategies; regret and average updates of
-    ``player`` at iteration ``solver.iteration``), ``"br"`` (best response of ``player`` to
-    the other's strategy) or ``"eval"`` (values of the strategy profile).  Returns the root
-    values [1, B_0, H] of ``player``.
+    ``strategy``: per round [S_r, P_r, B_r, H] (both players' nodes; with ``sample``:
+    [S_r, P_r, n_r, H] over the sample's positions).  ``mode``: ``"cfr"`` (values under the
+    strategies; ``solver.regrets[r][node slots]`` and ``solver.average[r][...]`` receive
+    ``player``'s updates by :func:`~tensorcfr.core.regret.update_regrets` /
+    ``update_average`` with ``solver.variant`` at iteration ``solver.iteration``; tensors of
+    the strategy's shape), ``"br"`` (best response of ``player`` to the other's strategy)
+    or ``"eval"`` (values of the strategy profile).  ``sample``: a :class:`BoardSample`
+    (public chance sampling): only its positions are visited and each chance sum is the
+    sample's weighted estimate; the root values are then an unbiased estimate of the exact
+    ones.  Returns the root values [1, B_0, H] of ``player`` (expected payoff units).
     """
     opp = 1 - player
     rounds = game.rounds
     last = len(rounds) - 1
     need_own = mode == "cfr"
-    start = game.initial_reach().unsqueeze(0)
+    kw: dict[str, Any] = {} if sample is None else {"sample": sample}
+    start = game.initial_reach()
+    if sample is not None:
+        start = start.index_select(0, sample.boards[0])
+    start = start.unsqueeze(0)
     reach: list[Tensor | None] = [start, start]
     if not need_own:
         reach[player] = None
@@ -301,7 +534,7 @@ def _pass(game: PublicTreeGame, strategy: Sequence[Tensor], player: int, mode: s
                     continue
                 stacked = torch.stack([e[who] for e in exit_reach])  # type: ignore[index]
                 stacked = stacked.reshape((-1,) + tuple(stacked.shape[2:]))
-                reach.append(game.chance_forward(r + 1, stacked))
+                reach.append(game.chance_forward(r + 1, stacked, **kw))
         else:
             final_exit_reach = torch.stack([e[opp] for e in exit_reach])  # type: ignore[index]
         del exit_reach
@@ -311,10 +544,10 @@ def _pass(game: PublicTreeGame, strategy: Sequence[Tensor], player: int, mode: s
         tmpl = rounds[r]
         offsets = tmpl.slot_offsets
         if r == last:
-            exit_values = game.final_values(player, final_exit_reach)
+            exit_values = game.final_values(player, final_exit_reach, **kw)
             final_exit_reach = None
         else:
-            back = game.chance_backward(r + 1, next_values)
+            back = game.chance_backward(r + 1, next_values, **kw)
             exit_values = back.reshape((tmpl.num_exits, -1) + tuple(back.shape[1:]))
         node_values: list[Tensor | None] = [None] * tmpl.num_nodes
         node_reach = stored[r]
@@ -333,7 +566,7 @@ def _pass(game: PublicTreeGame, strategy: Sequence[Tensor], player: int, mode: s
                     opp_reach = here[opp]
                     if acting == opp:
                         opp_reach = opp_reach * strategy[r][offsets[j] + a]
-                    child_values.append(game.terminal_values(r, idx, player, opp_reach))
+                    child_values.append(game.terminal_values(r, idx, player, opp_reach, **kw))
             if acting != player:
                 value = child_values[0].clone()
                 for cv in child_values[1:]:
@@ -362,6 +595,9 @@ def _pass(game: PublicTreeGame, strategy: Sequence[Tensor], player: int, mode: s
     return next_values
 
 
+_pass = public_pass  # former private name (kept for callers of the old name)
+
+
 @dataclass
 class PublicExploitability:
     """Exact best-response values (chips per game) and exploitability of a profile.
@@ -372,7 +608,7 @@ class PublicExploitability:
     """
 
     best_response_values: list[float]
-    policy_values: list[float]
+    policy_values: list[float] | None
     exploitability: float
     nash_conv: float
 
@@ -387,15 +623,20 @@ def public_best_response(game: PublicTreeGame, policy: Sequence[Tensor], player:
     """Value of a best response of ``player`` against ``policy`` (the other player's
     strategy is read from ``policy``: per round [S_r, P_r, B_r, H]), summed over the root
     hands: an expected payoff in the units of the game's terminal values."""
-    return float(_pass(game, policy, player, "br").sum())
+    return float(public_pass(game, policy, player, "br").sum())
 
 
-def public_exploitability(game: PublicTreeGame, policy: Sequence[Tensor]) -> PublicExploitability:
+def public_exploitability(game: PublicTreeGame, policy: Sequence[Tensor], *,
+                          with_policy_values: bool = True) -> PublicExploitability:
     """Best-response values of both players, the profile's values and the exploitability
-    (b0 + b1) / 2 of ``policy`` (per round [S_r, P_r, B_r, H], both players' nodes)."""
+    (b0 + b1) / 2 of ``policy`` (per round [S_r, P_r, B_r, H], both players' nodes).
+
+    ``with_policy_values=False`` skips the profile's values (two of the four passes; the
+    exploitability needs only the best responses): ``policy_values`` is then ``None``."""
     br = [public_best_response(game, policy, p) for p in (0, 1)]
-    values = [float(_pass(game, policy, p, "eval").sum()) for p in (0, 1)]
+    values = ([float(public_pass(game, policy, p, "eval").sum()) for p in (0, 1)]
+              if with_policy_values else None)
     nash_conv = br[0] + br[1]
-    if not all(math.isfinite(v) for v in br + values):
+    if not all(math.isfinite(v) for v in br + (values or [])):
         raise TensorCFRError("the policy gives non-finite values (NaN or inf probabilities?)")
     return PublicExploitability(br, values, nash_conv / 2, nash_conv)

@@ -20,6 +20,7 @@ import numpy as np
 
 from tensorcfr.abstraction.abstract_cfr import AbstractCFR, Embedding
 from tensorcfr.abstraction.bucket_map import BucketMap
+from tensorcfr.core.public_tree import BoardSampling
 from tensorcfr.games.numeral211.abstractions import board_multiplicity, check_bucket_map
 from tensorcfr.games.numeral211.isomorphism import isomorphism
 from tensorcfr.games.numeral211.public_game import Numeral211PublicGame
@@ -35,12 +36,16 @@ def bucket_embeddings(game: Numeral211PublicGame, bmap: BucketMap) -> list[Embed
 
 
 def abstract_solver(game: Numeral211PublicGame, embeddings: Sequence[Embedding], *,
-                    algo: str = "cfr", averaging: str = "reach") -> AbstractCFR:
-    """:class:`AbstractCFR` over the suit-isomorphic classes of ``game``."""
+                    algo: str = "cfr", averaging: str = "reach",
+                    sampling: BoardSampling | int | None = None) -> AbstractCFR:
+    """:class:`AbstractCFR` over the suit-isomorphic classes of ``game`` (``sampling``:
+    None = exact full sweeps, else public chance sampling, see
+    :class:`~tensorcfr.core.public_tree.BoardSampling`)."""
     iso = isomorphism(game.config)
     tables = [iso.class_table(r)[0] for r in range(game.config.num_rounds)]
     return AbstractCFR(game, tables, board_multiplicity(game.config), embeddings, algo=algo,
-                       averaging=averaging, dtype=game.dtype, device=game.device)
+                       averaging=averaging, dtype=game.dtype, device=game.device,
+                       sampling=sampling)
 
 
 def run_abstract(game: Numeral211PublicGame, solver: AbstractCFR, iterations: int, *,

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from tensorcfr.core.public_tree import RoundTemplate
+from tensorcfr.core.public_tree import BoardSample, RoundTemplate
 from tensorcfr.games.numeral211.betting import RoundBetting, round_betting
 from tensorcfr.games.numeral211.config import GameConfig, hand_cards
 from tensorcfr.games.numeral211.evaluator import board_hand_values
@@ -84,6 +84,7 @@ class Numeral211PublicGame:
         # chance transitions into rounds 1..: parent, child, gather index into child flat
         self._parent_of: list[Tensor | None] = [None]
         self._trans: list[tuple[Tensor, Tensor, float] | None] = [None]
+        self._edges: list[dict[str, Tensor] | None] = [None]
         for r in range(1, config.num_rounds):
             parent, child, perm = iso.transitions(r)
             parent_of = np.zeros(iso.num_boards(r), dtype=np.int64)
@@ -93,6 +94,20 @@ class Numeral211PublicGame:
             cards_left = n - 4 - sum(config.public_cards[:r])
             self._trans.append((torch.as_tensor(parent, device=self.device), gather,
                                 1.0 / cards_left))
+            # sampled passes: the concrete cards (edges) of each canonical child, grouped
+            mult = np.bincount(child, minlength=iso.num_boards(r))
+            order = np.argsort(child, kind="stable")
+            self._edges.append({
+                "perm": torch.as_tensor(np.ascontiguousarray(perm[order]), device=self.device),
+                "start": torch.as_tensor(np.cumsum(mult) - mult, device=self.device),
+                "mult": torch.as_tensor(mult, device=self.device),
+                # a concrete new card is uniform over the cards not on the board; the exact
+                # chance sum weighs each by 1 / (cards left after both hands): the ratio
+                # corrects the sampled sum (clashing hands carry value 0)
+                "prob": torch.as_tensor(mult / (n - sum(config.public_cards[:r])),
+                                        dtype=torch.float64),
+                "ratio": (n - sum(config.public_cards[:r])) / cards_left,
+                "parent_of": torch.as_tensor(parent_of)})
         # contributions (chips one player has put in) per prefix at the start of each round
         contrib = [np.full(1, float(config.ante))]
         for r, b in enumerate(self.betting[:-1]):
@@ -173,7 +188,35 @@ class Numeral211PublicGame:
             "card_hands": t((c_hands + b_ar[:, :, None] * h).reshape(-1)),
             "plus": t(plus.reshape(-1)), "minus": t(minus.reshape(-1)),
         }
+        # the same per board, without the board offsets (sampled passes re-base them)
+        main_local = lambda a: a - main_base  # noqa: E731
+        card_local = lambda a: a - (card_off + b_ar * n * (m + 1))  # noqa: E731
+        self._sweep_local = {
+            "order": t(order), "card_hands": t(c_hands.reshape(nb, -1)),
+            "plus_main": t(np.stack([main_local(lo_h), main_local(hi_h)])),
+            "plus_card": t(np.stack([card_local(end1), card_local(end2)])),
+            "minus_main": t(main_local(end_h)[None]),
+            "minus_card": t(np.stack([card_local(lo1), card_local(hi1), card_local(lo2),
+                                      card_local(hi2)])),
+        }
         self._tri: dict[tuple, Tensor] = {}
+
+    def _sweep_for(self, boards: Tensor) -> dict[str, Tensor]:
+        """Flat sweep indices (as ``self._sweep``) for a batch of last-round boards given by
+        id (repeats allowed): the per-board tables re-based at each position."""
+        loc = self._sweep_local
+        h = self.num_hands
+        n = self.config.num_cards
+        nb = len(boards)
+        pos = torch.arange(nb, device=self.device)
+        main = (pos * (h + 1))[:, None]
+        card = (nb * (h + 1) + pos * n * n)[:, None]  # N * (M + 1) = N * N per board
+        plus = torch.cat([loc["plus_main"][:, boards] + main, loc["plus_card"][:, boards] + card])
+        minus = torch.cat([loc["minus_main"][:, boards] + main,
+                           loc["minus_card"][:, boards] + card])
+        return {"order": (loc["order"][boards] + (pos * h)[:, None]).reshape(-1),
+                "card_hands": (loc["card_hands"][boards] + (pos * h)[:, None]).reshape(-1),
+                "plus": plus.reshape(-1), "minus": minus.reshape(-1)}
 
     def _triangle(self, rows: int, cols: int, strict: bool, dtype: torch.dtype) -> Tensor:
         """[rows, cols] matrix with 1 where i < j (strict) or i <= j (cached)."""
@@ -216,13 +259,57 @@ class Numeral211PublicGame:
         """[1, H] ones: every private hand is possible at the root."""
         return torch.ones((1, self.num_hands), dtype=self.dtype, device=self.device)
 
-    def chance_forward(self, r: int, reach: Tensor) -> Tensor:
-        """Reach [X, B_{r-1}, H] -> [X, B_r, H]: the canonical parent's reach, 0 on clashes."""
+    def chance_children(self, r: int) -> tuple[Tensor, Tensor]:
+        """(parent board [B_r], P(board | parent) [B_r] float64) of round r's canonical
+        boards: the share of the concrete new cards (uniform over those not on the board)
+        that map to each (sampled passes)."""
+        edges = self._edges[r]
+        assert edges is not None
+        return edges["parent_of"], edges["prob"]
+
+    def _valid_at(self, r: int, sample: BoardSample | None) -> Tensor:
+        return self.valid[r] if sample is None else self.valid[r].index_select(
+            0, sample.boards[r])
+
+    def chance_forward(self, r: int, reach: Tensor, sample: BoardSample | None = None
+                       ) -> Tensor:
+        """Reach [X, B_{r-1}, H] -> [X, B_r, H]: the canonical parent's reach, 0 on clashes
+        (with ``sample``: the parent position's reach at each sampled position)."""
+        if sample is not None:
+            return reach.index_select(1, sample.parents[r]) * self._valid_at(r, sample)
         return reach.index_select(1, self._parent_of[r]) * self.valid[r]
 
-    def chance_backward(self, r: int, values: Tensor) -> Tensor:
+    def _sampled_chance_backward(self, r: int, values: Tensor, sample: BoardSample) -> Tensor:
+        """Each position's values averaged over the concrete cards of its canonical board
+        (their hand permutations), times its chance weight and the ratio exact chance mass
+        / sampling probability (cards not on the board / cards left after both hands),
+        summed into its parent."""
+        edges = self._edges[r]
+        assert edges is not None
+        boards = sample.boards[r]
+        h = self.num_hands
+        mult = edges["mult"].index_select(0, boards)
+        pos = torch.arange(len(boards), device=values.device).repeat_interleave(mult)
+        first = torch.cumsum(mult, 0) - mult
+        within = torch.arange(len(pos), device=values.device) - first.repeat_interleave(mult)
+        edge = edges["start"].index_select(0, boards).repeat_interleave(mult) + within
+        gather = (pos[:, None] * h + edges["perm"].index_select(0, edge)).reshape(-1)
+        scale = sample.chance_weight[r].to(values.dtype) * (edges["ratio"] / mult.to(
+            values.dtype))
+        x = values.shape[0]
+        gathered = values.reshape(x, -1).index_select(1, gather).reshape(x, len(pos), h)
+        gathered.mul_(scale.repeat_interleave(mult)[:, None])
+        out = torch.zeros((x, len(sample.boards[r - 1]), h), dtype=values.dtype,
+                          device=values.device)
+        return out.index_add_(1, sample.parents[r].repeat_interleave(mult), gathered)
+
+    def chance_backward(self, r: int, values: Tensor, sample: BoardSample | None = None
+                        ) -> Tensor:
         """Values [X, B_r, H] -> [X, B_{r-1}, H]: (1 / cards left) x the sum over every
-        concrete new card of the canonical board's values at the permuted hands."""
+        concrete new card of the canonical board's values at the permuted hands (with
+        ``sample``: the sample's weighted estimate, see :class:`BoardSample`)."""
+        if sample is not None:
+            return self._sampled_chance_backward(r, values, sample)
         parent, gather, weight = self._trans[r]
         x = values.shape[0]
         flat = values.reshape(x, -1)
@@ -243,21 +330,23 @@ class Numeral211PublicGame:
         either = per_card @ self._incidence_t  # [..., H]: per_card[c1] + per_card[c2]
         return either.neg_().add_(opp_reach.sum(-1, keepdim=True)).add_(opp_reach)
 
-    def terminal_values(self, r: int, k: int, player: int, opp_reach: Tensor) -> Tensor:
+    def terminal_values(self, r: int, k: int, player: int, opp_reach: Tensor,
+                        sample: BoardSample | None = None) -> Tensor:
         """Fold k of round r: +stake (opponent folded) or -stake, times the compatible
         opponent reach and the deal probability; 0 for hands clashing with the board."""
         folder = self.betting[r].fold_player[k]
         stake = self._fold_stake[r][k] * (self.deal_factor if folder != player
                                           else -self.deal_factor)
-        return self._compatible_sum(opp_reach).mul_(self.valid[r]).mul_(stake[:, None, None])
+        return self._compatible_sum(opp_reach).mul_(self._valid_at(r, sample)).mul_(
+            stake[:, None, None])
 
-    def _win_minus_lose(self, opp: Tensor) -> Tensor:
+    def _win_minus_lose(self, opp: Tensor, sweep: dict[str, Tensor] | None = None) -> Tensor:
         """[X, B, H]: opponent reach of compatible weaker hands minus stronger ones.
 
         One sort-order gather and one cumulative sum per board (all hands), one gather and
         cumulative sum per (board, card) over the 39 hands holding the card, then the nine
         looked-up partial sums of every hand (:meth:`_build_showdown`)."""
-        sw = self._sweep
+        sw = self._sweep if sweep is None else sweep
         x, b, h = opp.shape
         n = self.config.num_cards
         m = n - 1
@@ -274,15 +363,18 @@ class Numeral211PublicGame:
         minus = buf.index_select(1, sw["minus"]).reshape(x, 5, b * h).sum(1)
         return plus.sub_(minus).reshape(x, b, h)
 
-    def final_values(self, player: int, opp_reach: Tensor) -> Tensor:
+    def final_values(self, player: int, opp_reach: Tensor, sample: BoardSample | None = None
+                     ) -> Tensor:
         """Showdowns [E, P, B, H]: stake x (compatible weaker - stronger opponent reach) x
         the deal probability; 0 for hands clashing with the board."""
         e, p, b, h = opp_reach.shape
+        last = self.config.num_rounds - 1
+        sweep = None if sample is None else self._sweep_for(sample.boards[last])
         flat = opp_reach.reshape(e * p, b, h)
         out = torch.empty_like(flat)
         chunk = max(1, int(2**25 // max(1, b * (h + self.config.num_cards ** 2))))
         for start in range(0, e * p, chunk):
-            out[start:start + chunk] = self._win_minus_lose(flat[start:start + chunk])
+            out[start:start + chunk] = self._win_minus_lose(flat[start:start + chunk], sweep)
         out = out.reshape(e, p, b, h)
-        out.mul_(self.valid[-1]).mul_((self._showdown_stake * self.deal_factor)[:, :, None, None])
+        out.mul_(self._valid_at(last, sample)).mul_((self._showdown_stake * self.deal_factor)[:, :, None, None])
         return out

@@ -280,13 +280,15 @@ def to_mbg(chips: float, config: GameConfig) -> float:
 
 
 def exploitability(game: Numeral211PublicGame, policy: Union[Policy, AbstractPolicy], *,
-                   symmetrize: bool = True) -> PublicExploitability:
+                   symmetrize: bool = True,
+                   with_policy_values: bool = True) -> PublicExploitability:
     """Exact best-response values and exploitability (chips per game) of ``policy``: a
     full-game policy (list of [S_r, P_r, B_r, H]) or an :class:`AbstractPolicy`.
 
     A full-game policy is first made suit-symmetric with :func:`symmetrize_policy` (it is
     evaluated as the policy its strategy file stores); ``symmetrize=False`` skips that for a
-    policy known to be symmetric."""
+    policy known to be symmetric; ``with_policy_values=False`` computes only the two best
+    responses (half the time; ``policy_values`` is None)."""
     if isinstance(policy, AbstractPolicy):
         policy = expand_abstract_policy(game, policy)
         symmetrize = False  # class-constant by construction
@@ -302,15 +304,17 @@ def exploitability(game: Numeral211PublicGame, policy: Union[Policy, AbstractPol
         checked.append(pol.to(device=game.device, dtype=game.dtype))
     if symmetrize:
         checked = symmetrize_policy(game, checked)
-    return public_exploitability(game, checked)
+    return public_exploitability(game, checked, with_policy_values=with_policy_values)
 
 
 def make_solver(game: Numeral211PublicGame, algo: str = "cfr+", *,
-                max_memory_bytes: int | None = None, **variant: float) -> PublicTreeCFR:
+                max_memory_bytes: int | None = None, sampling: Any = None,
+                **variant: float) -> PublicTreeCFR:
     """A :class:`PublicTreeCFR` on ``game`` (memory estimated first; MemoryLimitError when it
-    exceeds ``max_memory_bytes``)."""
+    exceeds ``max_memory_bytes``); ``sampling``: None (exact full sweeps) or a
+    :class:`~tensorcfr.core.public_tree.BoardSampling` (public chance sampling)."""
     return PublicTreeCFR(game, algo, dtype=game.dtype, device=game.device,
-                         max_memory_bytes=max_memory_bytes,
+                         max_memory_bytes=max_memory_bytes, sampling=sampling,
                          **{k: v for k, v in variant.items() if v is not None})
 
 
@@ -397,7 +401,8 @@ def save_checkpoint(path: str | Path, solver: PublicTreeCFR, config: GameConfig,
     arrays["meta"] = _meta_json({
         "format": CHECKPOINT_FORMAT, "game": config.to_dict(), "iteration": solver.iteration,
         "algo": variant.name, "alpha": variant.alpha, "beta": variant.beta,
-        "gamma": variant.gamma, "dtype": str(solver.dtype).removeprefix("torch."), **meta})
+        "gamma": variant.gamma, "dtype": str(solver.dtype).removeprefix("torch."),
+        "sampling": None if solver.sampling is None else solver.sampling.to_dict(), **meta})
     _write_npz(path, arrays)
 
 
@@ -418,6 +423,13 @@ def load_checkpoint(path: str | Path, solver: PublicTreeCFR, config: GameConfig)
             v.name, v.alpha, v.beta, v.gamma):
         raise CorruptFileError(f"checkpoint {str(path)!r} was made with --algo "
                                f"{meta.get('algo')}; resume with the same algorithm")
+    sampling = None if solver.sampling is None else solver.sampling.to_dict()
+    if meta.get("sampling") != sampling:
+        made = meta.get("sampling")
+        how = ("exact full sweeps" if made is None else
+               f"--sample-boards {made.get('boards_per_parent')} --seed {made.get('seed')}")
+        raise CorruptFileError(f"checkpoint {str(path)!r} was made with {how}; resume with "
+                               "the same sampling")
     arrays = {}
     for r in range(len(solver.regrets)):
         for name in ("regrets", "average"):
