@@ -157,7 +157,8 @@ def _cfr_pass(game: PublicTreeGame, profile: Sequence[Tensor], player: int,
     reach-weighted strategies into ``buffers``)."""
     from tensorcfr.core import public_tree
 
-    run = getattr(public_tree, "cfr_pass", None) or getattr(public_tree, "_pass")
+    # ``public_pass`` (its former private name ``_pass`` in older trees)
+    run = getattr(public_tree, "public_pass", None) or getattr(public_tree, "_pass")
     run(game, profile, player, "cfr", solver=buffers)
 
 

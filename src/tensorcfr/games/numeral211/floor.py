@@ -52,7 +52,7 @@ def cfr_br_floor(game: Numeral211PublicGame, embeddings: Sequence[Embedding] | N
     mbg = (lambda x: to_mbg(x, game.config))
     curve = list(curve or [])
     solving = curve[-1]["seconds"] if curve else 0.0
-    last: float | None = None
+    last: float | None = curve[-1]["average"] if curve else None
     avg_values: list[float] | None = None
     while cfr_br.iteration < iterations:
         start = time.perf_counter()
