@@ -201,3 +201,31 @@ def test_cli_cfr_br_needs_an_abstraction(capsys, monkeypatch) -> None:
     code, _, err = run_cli(["numeral211", "solve", "--ranks", "9TA", "--suits", "2",
                             "--cfr-br", "-n", "1"], capsys, monkeypatch)
     assert code == 2 and "--cfr-br needs --abstraction" in err
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["--method", "paemd", "--feature", "ehs2"], "--feature applies to --method ehs"),
+    (["--method", "ehs", "--feature", "ehs3"], "unknown --feature"),
+    (["--method", "ehs", "--hist-turn", "5"], "--hist-turn applies to --method paemd"),
+    (["--method", "paemd", "--hist-turn", "999"], "histogram turn clusters"),
+])
+def test_cli_abstract_option_errors(args, fragment, tmp_path, capsys, monkeypatch) -> None:
+    code, _, err = run_cli(["numeral211", "abstract", *args, "--ranks", "9TA", "--suits", "2",
+                            "--flop", "2", "--turn", "3", "--out", str(tmp_path / "x.npz")],
+                           capsys, monkeypatch)
+    assert code == 2 and fragment in err and len(err.strip().splitlines()) == 1
+
+
+def test_ehs2_and_hist_turn_options() -> None:
+    """E[HS^2] orders turn classes as the equity does (a square is monotone) and PaEmd's
+    histogram clusters change the flop buckets only."""
+    from tensorcfr.games.numeral211.abstractions import round_ehs2, round_equity
+
+    assert np.allclose(round_ehs2(TINY, 2), round_equity(TINY, 2) ** 2)
+    assert (round_ehs2(TINY, 1) >= round_equity(TINY, 1) ** 2 - 1e-12).all()  # Jensen
+    deck = GameConfig(ranks="2345", suits=4)  # 1,180 turn classes
+    base = build_abstraction(deck, "paemd", 5, 8)
+    finer = build_abstraction(deck, "paemd", 5, 8, hist_turn=40)
+    assert np.array_equal(base.labels[2], finer.labels[2])
+    assert finer.params["hist_turn"] == 40 and base.params["hist_turn"] == 8
+    assert not np.array_equal(base.labels[1], finer.labels[1])
