@@ -229,3 +229,22 @@ def test_ehs2_and_hist_turn_options() -> None:
     assert np.array_equal(base.labels[2], finer.labels[2])
     assert finer.params["hist_turn"] == 40 and base.params["hist_turn"] == 8
     assert not np.array_equal(base.labels[1], finer.labels[1])
+
+
+def test_cli_abstract_resume_keeps_the_sampling_mode(tmp_path, capsys, monkeypatch) -> None:
+    bmap = tmp_path / "ehs.npz"
+    build_abstraction(TINY, "ehs", 2, 3).save(bmap)
+    ck = tmp_path / "ck.npz"
+    base = ["numeral211", "solve", "--abstraction", str(bmap), "--ranks", "9TA", "--suits", "2",
+            "--max-bets", "1", "--algo", "cfr", "--json"]
+    code, _, err = run_cli([*base, "-n", "2", "--save", str(ck), "--sample-boards", "1",
+                            "--seed", "3"], capsys, monkeypatch)
+    assert code == 0, err
+    for extra in ([], ["--sample-boards", "1", "--seed", "4"]):
+        code, _, err = run_cli([*base, "-n", "3", "--resume", str(ck), *extra], capsys,
+                               monkeypatch)
+        assert code == 2 and "--sample-boards" in err and len(err.strip().splitlines()) == 1
+    code, out, err = run_cli([*base, "-n", "3", "--resume", str(ck), "--sample-boards", "1",
+                              "--seed", "3"], capsys, monkeypatch)
+    assert code == 0, err
+    assert json.loads(out)["resumed_from"] == 2

@@ -295,16 +295,21 @@ def solve_abstract(*, abstraction: Optional[str], embedding: Optional[str], top_
         runner = CFRBR(solver)
     curve: list[dict[str, Any]] = []
     resumed_from: Optional[int] = None
+    mode = sampling.to_dict() if sampling is not None else {"mode": "exact full sweeps"}
     if resume is not None:
         meta = load_abstract_checkpoint(resume, solver, config, fingerprint=fingerprint,
                                         cfr_br=runner)
+        made = meta.get("sampling") or {"mode": "exact full sweeps"}
+        if made != mode:
+            raise TensorCFRError(f"checkpoint {resume!r} was made with {made}; resume with the "
+                                 "same --sample-boards and --seed (or none)")
         curve = list(meta.get("curve") or [])
         resumed_from = solver.iteration
         err_console.print(f"resumed from {resume} at iteration {solver.iteration:,}",
                           highlight=False, soft_wrap=True)
     last_save = [time.perf_counter()]
     file_meta = {"method": method, "source": source,
-                 "phi_top": top_k if embedding is not None else None}
+                 "phi_top": top_k if embedding is not None else None, "sampling": mode}
 
     def checkpoint(points: list[dict[str, Any]], force: bool = False) -> None:
         if save is None:
