@@ -60,7 +60,18 @@ from tensorcfr.utils.io import write_json_atomic, write_text_atomic  # noqa: E40
 LABELS = {"ehs": "EHS", "paemd": "PaEmd", "krwemd": "KrwEmd (16,4,1;4,1)",
           "embedding": "Embedding CFR (paper's loss)",
           "embedding_balanced": "Embedding CFR (balanced HandEbdNet)",
-          "full": "full game (no abstraction)"}
+          "full": "full game (no abstraction)",
+          # the other two parameter settings per clustering baseline (the paper shows the
+          # best of three per method)
+          "ehs_bins": "EHS, equal-width bins", "ehs2": "EHS, E[HS^2] k-means",
+          "paemd_h100": "PaEmd, histograms over 100 turn clusters",
+          "paemd_h200": "PaEmd, histograms over 200 turn clusters",
+          "krwemd_753": "KrwEmd (7,5,3;5,3)", "krwemd_111": "KrwEmd (1,1,1;1,1)"}
+VARIANT_OPTIONS = {"ehs_bins": ("ehs", ["--bins"]), "ehs2": ("ehs", ["--feature", "ehs2"]),
+                   "paemd_h100": ("paemd", ["--hist-turn", "100"]),
+                   "paemd_h200": ("paemd", ["--hist-turn", "200"]),
+                   "krwemd_753": ("krwemd", ["--weights", "7,5,3;5,3"]),
+                   "krwemd_111": ("krwemd", ["--weights", "1,1,1;1,1"])}
 CLI = [sys.executable, "-m", "tensorcfr.cli.main"]
 
 
@@ -79,6 +90,8 @@ def build_files(work: str, methods: list[str]) -> dict[str, float]:
             for m in ("ehs", "paemd", "krwemd")}
     jobs["embedding"] = ["numeral211", "embed", "--flop", "225", "--turn", "396"]
     jobs["embedding_balanced"] = jobs["embedding"] + ["--balance", "1"]
+    for name, (base, extra) in VARIANT_OPTIONS.items():
+        jobs[name] = jobs[base] + extra
     for m in methods:
         if m == "full":
             continue
@@ -165,8 +178,7 @@ def write_outputs(out: str, state: dict[str, Any]) -> None:
         if st["curve"]:
             xs = [p["iteration"] for p in st["curve"]]
             ys = [p["mbg"] for p in st["curve"]]
-            ax.plot(xs, ys, marker="o", label=LABELS.get(m, m),
-                    linestyle="--" if m == "full" else "-")
+            ax.plot(xs, ys, marker="o", label=LABELS.get(m, m), **_style(m))
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("iterations (sampled: %s board(s) per parent per round)"
@@ -180,6 +192,21 @@ def write_outputs(out: str, state: dict[str, Any]) -> None:
     plt.close(fig)
     os.replace(out + ".png.tmp.png", out + ".png")
     write_text_atomic(out + ".md", markdown(state))
+
+
+_FAMILY_COLOURS = {"ehs": "tab:blue", "paemd": "tab:red", "krwemd": "tab:green",
+                   "embedding": "tab:purple", "embedding_balanced": "tab:brown",
+                   "full": "black"}
+
+
+def _style(method: str) -> dict[str, Any]:
+    """Colour by method family, line style by parameter setting (the base setting solid)."""
+    base = VARIANT_OPTIONS[method][0] if method in VARIANT_OPTIONS else method
+    variants = [v for v, (b, _) in VARIANT_OPTIONS.items() if b == base]
+    styles = ["-", "-.", ":"]
+    style = styles[1 + variants.index(method)] if method in variants else (
+        "--" if method == "full" else "-")
+    return {"color": _FAMILY_COLOURS.get(base, "gray"), "linestyle": style}
 
 
 def markdown(state: dict[str, Any]) -> str:
