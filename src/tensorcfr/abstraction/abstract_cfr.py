@@ -274,14 +274,20 @@ class AbstractCFR:
                 inst_w = [torch.zeros_like(s) for s in self.cell_strategy]
                 public_pass(self.game, self.cell_strategy, player, "cfr",
                             solver=_Buffers(inst_r, inst_w, t))
-                decay = average_decay(self.variant, t)
-                for r in range(len(self.game.rounds)):
-                    emb = self.embeddings[r]
-                    regret_c = self._cells_to_classes(r, inst_r[r])
-                    weighted_c = self._cells_to_classes(r, inst_w[r])
-                    inst_r[r] = inst_w[r] = None  # type: ignore[call-overload]
-                    self._update_advisors(r, player, regret_c, weighted_c, emb, decay)
+                self.accumulate_pass(player, inst_r, inst_w, t)
                 self._refresh(player)
+
+    def accumulate_pass(self, player: int, inst_r: list[Tensor], inst_w: list[Tensor],
+                        t: int) -> None:
+        """Add one full-sweep pass's cell regrets and own-reach weighted strategies
+        (``inst_r`` / ``inst_w``: per round [S_r, P_r, B_r, H], freed as they are read) to
+        ``player``'s advisor tables at iteration ``t`` (also used by CFR-BR)."""
+        decay = average_decay(self.variant, t)
+        for r in range(len(self.game.rounds)):
+            regret_c = self._cells_to_classes(r, inst_r[r])
+            weighted_c = self._cells_to_classes(r, inst_w[r])
+            inst_r[r] = inst_w[r] = None  # type: ignore[call-overload]
+            self._update_advisors(r, player, regret_c, weighted_c, self.embeddings[r], decay)
 
     def _update_advisors(self, r: int, player: int, regret_c: Tensor, weighted_c: Tensor,
                          emb: Embedding, decay: float) -> None:

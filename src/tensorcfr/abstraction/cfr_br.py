@@ -43,9 +43,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from tensorcfr.abstraction.abstract_cfr import AbstractCFR
-from tensorcfr.core.public_tree import PublicTreeGame
-from tensorcfr.core.regret import average_decay
+from tensorcfr.abstraction.abstract_cfr import AbstractCFR, _Buffers
+from tensorcfr.core.public_tree import PublicTreeGame, public_pass
 from tensorcfr.errors import CorruptFileError, TensorCFRError
 
 __all__ = ["best_response_policy", "CFRBR", "SeatFloor", "CFRBRFloor"]
@@ -61,105 +60,9 @@ def best_response_policy(game: PublicTreeGame, policy: Sequence[Tensor], player:
     the pure best response (one-hot per cell; ties go to the first best action)."""
     if player not in (0, 1):
         raise TensorCFRError(f"player must be 0 or 1, got {player!r}")
-    opp = 1 - player
-    rounds = game.rounds
-    last = len(rounds) - 1
     profile = [p.clone() for p in policy]
-    # forward: the other player's reach only (the responder's own reach does not matter)
-    stored: list[list[Tensor | None]] = []
-    reach = game.initial_reach().unsqueeze(0)
-    final_exit_reach: Tensor | None = None
-    for r, tmpl in enumerate(rounds):
-        offsets = tmpl.slot_offsets
-        node_reach: list[Tensor | None] = [None] * tmpl.num_nodes
-        exit_reach: list[Tensor | None] = [None] * tmpl.num_exits
-        node_reach[0] = reach
-        for j in range(tmpl.num_nodes):
-            here = node_reach[j]
-            for a, (kind, idx) in enumerate(tmpl.children[j]):
-                if kind == "terminal":
-                    continue
-                child = here * policy[r][offsets[j] + a] if tmpl.players[j] == opp else here
-                if kind == "node":
-                    node_reach[idx] = child
-                else:
-                    exit_reach[idx] = child
-        stored.append(node_reach)
-        stacked = torch.stack(exit_reach)  # type: ignore[arg-type]
-        if r < last:
-            stacked = stacked.reshape((-1,) + tuple(stacked.shape[2:]))
-            reach = game.chance_forward(r + 1, stacked)
-        else:
-            final_exit_reach = stacked
-        del exit_reach
-    # backward: max over the responder's actions, recording the argmax
-    next_values: Tensor | None = None
-    for r in range(last, -1, -1):
-        tmpl = rounds[r]
-        offsets = tmpl.slot_offsets
-        if r == last:
-            exit_values = game.final_values(player, final_exit_reach)
-            final_exit_reach = None
-        else:
-            back = game.chance_backward(r + 1, next_values)
-            exit_values = back.reshape((tmpl.num_exits, -1) + tuple(back.shape[1:]))
-        node_values: list[Tensor | None] = [None] * tmpl.num_nodes
-        for j in range(tmpl.num_nodes - 1, -1, -1):
-            acting = tmpl.players[j]
-            here = stored[r][j]
-            child_values = []
-            for a, (kind, idx) in enumerate(tmpl.children[j]):
-                if kind == "node":
-                    child_values.append(node_values[idx])
-                    node_values[idx] = None
-                elif kind == "exit":
-                    child_values.append(exit_values[idx])
-                else:
-                    opp_reach = here
-                    if acting == opp:
-                        opp_reach = opp_reach * policy[r][offsets[j] + a]
-                    child_values.append(game.terminal_values(r, idx, player, opp_reach))
-            if acting != player:
-                value = child_values[0].clone()
-                for cv in child_values[1:]:
-                    value.add_(cv)
-            else:
-                best = torch.stack(child_values).max(0)
-                value = best.values
-                sl = slice(offsets[j], offsets[j] + len(child_values))
-                onehot = torch.zeros_like(profile[r][sl])
-                onehot.scatter_(0, best.indices.unsqueeze(0), 1.0)
-                profile[r][sl] = onehot
-            node_values[j] = value
-            del child_values
-        next_values = node_values[0]
-        stored[r] = []
-    assert next_values is not None
-    return float(next_values.sum()), profile
-
-
-class _Buffers:
-    """Duck-typed solver for the public tree's CFR pass: instantaneous regrets and own-reach
-    weighted strategies of one pass (vanilla accumulation, rescaled afterwards)."""
-
-    def __init__(self, regrets: list[Tensor], average: list[Tensor], iteration: int) -> None:
-        from tensorcfr.core.regret import CFRVariant
-
-        self.regrets = regrets
-        self.average = average
-        self.iteration = iteration
-        self.variant = CFRVariant("cfr")
-
-
-def _cfr_pass(game: PublicTreeGame, profile: Sequence[Tensor], player: int,
-              buffers: _Buffers) -> None:
-    """The public tree's full-sweep CFR pass for ``player`` (its counterfactual regrets and
-    reach-weighted strategies into ``buffers``)."""
-    from tensorcfr.core import public_tree
-
-    # ``public_pass`` (its former private name ``_pass`` in older trees)
-    run = getattr(public_tree, "public_pass", None) or getattr(public_tree, "_pass")
-    run(game, profile, player, "cfr", solver=buffers)
+    values = public_pass(game, policy, player, "br", best_response=profile)
+    return float(values.sum()), profile
 
 
 @dataclass
@@ -256,38 +159,11 @@ class CFRBR:
                     self._best_strategy[seat] = self._seat_strategy(seat)
                 inst_r = [torch.zeros_like(x) for x in s.cell_strategy]
                 inst_w = [torch.zeros_like(x) for x in s.cell_strategy]
-                _cfr_pass(self.game, profile, seat, _Buffers(inst_r, inst_w, t))
+                public_pass(self.game, profile, seat, "cfr",
+                            solver=_Buffers(inst_r, inst_w, t))
                 del profile
-                self._accumulate(seat, inst_r, inst_w, t)
+                s.accumulate_pass(seat, inst_r, inst_w, t)
                 s._refresh(seat)
-
-    def _accumulate(self, seat: int, inst_r: list[Tensor], inst_w: list[Tensor],
-                    t: int) -> None:
-        """Add one pass's cell regrets / weighted strategies to ``seat``'s advisor tables
-        (the bookkeeping of :meth:`AbstractCFR.iterate`)."""
-        s = self.solver
-        decay = average_decay(s.variant, t)
-        for r in range(len(self.game.rounds)):
-            emb = s.embeddings[r]
-            regret_c = s._cells_to_classes(r, inst_r[r])
-            weighted_c = s._cells_to_classes(r, inst_w[r])
-            inst_r[r] = inst_w[r] = None  # type: ignore[call-overload]
-            for acting, sl in s._node_slices(r):
-                if acting != seat:
-                    continue
-                regrets = s.regrets[r][sl]
-                regrets.add_(emb.up(regret_c[sl]))
-                if s.variant.floors_regrets:
-                    regrets.clamp_min_(0)
-                sigma = s.advisor_strategy[r][sl]
-                if s.averaging == "reach":
-                    contrib = sigma * emb.up(weighted_c[sl].sum(0, keepdim=True))
-                else:
-                    contrib = sigma
-                avg = s.average[r][sl]
-                if decay != 1.0:
-                    avg.mul_(decay)
-                avg.add_(contrib)
 
     # ------------------------------------------------------------------ evaluation
     def average_values(self) -> list[float]:

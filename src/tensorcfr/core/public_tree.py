@@ -478,7 +478,8 @@ class PublicTreeCFR:
 
 
 def public_pass(game: PublicTreeGame, strategy: Sequence[Tensor], player: int, mode: str,
-                solver: Any = None, sample: BoardSample | None = None) -> Tensor:
+                solver: Any = None, sample: BoardSample | None = None,
+                best_response: Sequence[Tensor] | None = None) -> Tensor:
     """One forward + backward pass for ``player`` over the public tree.
 
     ``strategy``: per round [S_r, P_r, B_r, H] (both players' nodes; with ``sample``:
@@ -490,8 +491,13 @@ def public_pass(game: PublicTreeGame, strategy: Sequence[Tensor], player: int, m
     or ``"eval"`` (values of the strategy profile).  ``sample``: a :class:`BoardSample`
     (public chance sampling): only its positions are visited and each chance sum is the
     sample's weighted estimate; the root values are then an unbiased estimate of the exact
-    ones.  Returns the root values [1, B_0, H] of ``player`` (expected payoff units).
+    ones.  ``best_response`` (mode ``"br"`` only): per round tensors of the strategy's shape
+    whose ``player`` node slots receive the pure best response (one-hot per cell; ties go to
+    the first best action).  Returns the root values [1, B_0, H] of ``player`` (expected
+    payoff units).
     """
+    if best_response is not None and mode != "br":
+        raise TensorCFRError("best_response is only filled in mode 'br'")
     opp = 1 - player
     rounds = game.rounds
     last = len(rounds) - 1
@@ -574,7 +580,12 @@ def public_pass(game: PublicTreeGame, strategy: Sequence[Tensor], player: int, m
             else:
                 stacked = torch.stack(child_values)
                 if mode == "br":
-                    value = stacked.max(0).values
+                    best = stacked.max(0)
+                    value = best.values
+                    if best_response is not None:
+                        onehot = torch.zeros_like(best_response[r][sl])
+                        onehot.scatter_(0, best.indices.unsqueeze(0), 1.0)
+                        best_response[r][sl] = onehot
                 else:
                     sigma = strategy[r][sl]
                     value = (stacked * sigma).sum(0)
