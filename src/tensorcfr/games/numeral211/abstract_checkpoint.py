@@ -24,7 +24,8 @@ import numpy as np
 from tensorcfr.abstraction.abstract_cfr import AbstractCFR, Embedding
 from tensorcfr.errors import CorruptFileError
 from tensorcfr.games.numeral211.config import GameConfig
-from tensorcfr.games.numeral211.solver import _array, _meta_json, _read_npz, _write_npz
+from tensorcfr.games.numeral211.solver import (_array, _meta_json, _read_npz, _write_npz,
+                                              restore_tables)
 
 __all__ = ["ABSTRACT_CHECKPOINT_FORMAT", "embedding_fingerprint", "save_abstract_checkpoint",
            "read_abstract_checkpoint_meta", "load_abstract_checkpoint"]
@@ -87,14 +88,7 @@ def load_abstract_checkpoint(path: str | Path, solver: AbstractCFR, config: Game
         if meta.get(key) != have:
             raise CorruptFileError(f"checkpoint {name!r} was made with --{key} "
                                    f"{meta.get(key)}; resume with the same --{key}")
-    arrays = {}
-    for r in range(len(solver.regrets)):
-        for part in ("regrets", "average"):
-            arrays[f"{part}_{r}"] = _array(data, f"{part}_{r}", "checkpoint", path)
-    it = meta.get("iteration")
-    if not isinstance(it, int) or it < 0:
-        raise CorruptFileError(f"checkpoint {name!r} has no valid iteration count")
-    solver.load_state_arrays(arrays, it)
+    restore_tables(solver, meta, data, path)
     if cfr_br is not None:
         extra = {k: _array(data, k, "checkpoint", path) for k in data.files
                  if k.startswith("cfrbr_")}

@@ -430,6 +430,14 @@ def load_checkpoint(path: str | Path, solver: PublicTreeCFR, config: GameConfig)
                f"--sample-boards {made.get('boards_per_parent')} --seed {made.get('seed')}")
         raise CorruptFileError(f"checkpoint {str(path)!r} was made with {how}; resume with "
                                "the same sampling")
+    restore_tables(solver, meta, data, path)
+    return meta
+
+
+def restore_tables(solver: Any, meta: dict[str, Any], data: Any, path: str | Path) -> None:
+    """Load the ``regrets_<r>`` / ``average_<r>`` arrays of an opened checkpoint ``data``
+    and its ``meta["iteration"]`` into ``solver`` (``load_state_arrays``); shared by the
+    full-game and the abstract checkpoints.  CorruptFileError on a missing array or count."""
     arrays = {}
     for r in range(len(solver.regrets)):
         for name in ("regrets", "average"):
@@ -438,7 +446,6 @@ def load_checkpoint(path: str | Path, solver: PublicTreeCFR, config: GameConfig)
     if not isinstance(it, int) or it < 0:
         raise CorruptFileError(f"checkpoint {str(path)!r} has no valid iteration count")
     solver.load_state_arrays(arrays, it)
-    return meta
 
 
 # ---------------------------------------------------------------------- solve loop
