@@ -85,8 +85,8 @@ def tree_plan(seed: int, memory: int, max_edges: int) -> tuple[bool, str, dict[s
         _SOLVER_BYTES_PER_EDGE,
         _SOLVER_BYTES_PER_NODE,
     )
-    from tensorcfr.games.pasur.rules import random_deal
-    from tensorcfr.games.pasur.tensor_tree import estimate_tree_size
+    from tensorcfr.games.pasur.engine.rules import random_deal
+    from tensorcfr.games.pasur.solving.tensor_tree import estimate_tree_size
     from tensorcfr.utils.resources import format_bytes
 
     estimate = estimate_tree_size(random_deal(seed))

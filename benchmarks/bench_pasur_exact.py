@@ -1,4 +1,4 @@
-"""Benchmark of the exact Pasur solver (``tensorcfr.games.pasur.exact``).
+"""Benchmark of the exact Pasur solver (``tensorcfr.games.pasur.solving.exact``).
 
 For each seeded random deal (seeds 1..20 by default) it measures, each in a fresh subprocess
 (so peak RSS is the deal's own):
@@ -39,8 +39,8 @@ LAST_ROUNDS_START = 24  # play index where the last 3 rounds begin
 
 def _start_position(seed: int, from_play: int) -> Any:
     """The deal's initial state, or the position after ``from_play`` optimal plays."""
-    from tensorcfr.games.pasur import rules
-    from tensorcfr.games.pasur.exact import solve_exact
+    from tensorcfr.games.pasur.engine import rules
+    from tensorcfr.games.pasur.solving.exact import solve_exact
 
     deal = rules.random_deal(seed)
     state = rules.initial_state(deal)
@@ -56,8 +56,8 @@ def worker_exact(seed: int, threads: int) -> dict[str, Any]:
     """Solve one deal after a small warm-up solve; timings of the deal only."""
     import torch
 
-    from tensorcfr.games.pasur import rules
-    from tensorcfr.games.pasur.exact import solve_exact
+    from tensorcfr.games.pasur.engine import rules
+    from tensorcfr.games.pasur.solving.exact import solve_exact
     from tensorcfr.utils.resources import peak_rss_mb
 
     torch.set_num_threads(threads)
@@ -79,7 +79,7 @@ def worker_minimax(seed: int, from_play: int) -> dict[str, Any]:
     """Time the memoised recursive minimax over rules.py (and the solver on the same start)."""
     import torch
 
-    from tensorcfr.games.pasur.exact import memoised_minimax, solve_exact
+    from tensorcfr.games.pasur.solving.exact import memoised_minimax, solve_exact
 
     torch.set_num_threads(1)
     start = _start_position(seed, from_play)

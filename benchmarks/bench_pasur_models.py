@@ -65,11 +65,11 @@ def main(argv: list[str] | None = None) -> int:
 
     torch.set_num_threads(args.threads)
     from tensorcfr.errors import TensorCFRError
-    from tensorcfr.games.pasur.evaluate import evaluate_policies
-    from tensorcfr.games.pasur.players import make_player
-    from tensorcfr.games.pasur.policy_model import train_policy_model
-    from tensorcfr.games.pasur.selfplay import play_games
-    from tensorcfr.games.pasur.tensor_tree import estimate_tree_size
+    from tensorcfr.games.pasur.learning.evaluate import evaluate_policies
+    from tensorcfr.games.pasur.agents import make_player
+    from tensorcfr.games.pasur.learning.policy_model import train_policy_model
+    from tensorcfr.games.pasur.playing.selfplay import play_games
+    from tensorcfr.games.pasur.solving.tensor_tree import estimate_tree_size
     from tensorcfr.utils.machine import machine_info
 
     batch = Path(args.batch)

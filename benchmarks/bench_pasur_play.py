@@ -146,7 +146,7 @@ def in_process_ai(records: list[dict[str, Any]], threads: int) -> list[float]:
     """``GameSession.ai_play`` of the exact AI on every AI turn of the games, no HTTP (ms)."""
     import torch
 
-    from tensorcfr.games.pasur.rules import Action
+    from tensorcfr.games.pasur.engine.rules import Action
     from tensorcfr.play.session import GameSession, SolutionCache
 
     torch.set_num_threads(threads)

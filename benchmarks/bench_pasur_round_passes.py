@@ -1,7 +1,7 @@
 """Benchmark: Pasur's round-by-round CFR (``solve_round``) on two source trees, side by side.
 
 Written for the move of the reach / value / regret passes of
-``games/pasur/round_cfr.py`` into :mod:`tensorcfr.core.level_graph`: it times
+``games/pasur/solving/round_cfr.py`` into :mod:`tensorcfr.core.level_graph`: it times
 ``solve_round`` of chosen rounds of seeded random deals with the current checkout and with
 an older copy of ``src/`` (``git archive <commit> src | tar -x -C /tmp/before``), each run in
 a fresh process with ``torch.set_num_threads(1)``, interleaved (old, new, old, new, ...) so
@@ -43,9 +43,9 @@ torch.set_num_threads(1)
 seed, mode, round_index, iterations, variant_name = sys.argv[1:6]
 seed, round_index, iterations = int(seed), int(round_index), int(iterations)
 from tensorcfr.core.regret import CFRVariant
-from tensorcfr.games.pasur.rules import random_deal
+from tensorcfr.games.pasur.engine.rules import random_deal
 from tensorcfr.cli.pasur_cfr import build_graphs
-from tensorcfr.games.pasur import round_cfr
+from tensorcfr.games.pasur.solving import round_cfr
 graphs = build_graphs(random_deal(seed), mode)
 later = graphs[round_index:]
 # Leaf values of the round: the exact minimax values of the next round's roots.

@@ -51,14 +51,14 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     from tensorcfr.cli.pasur_cfr import run_dcfr_solve
     from tensorcfr.games.pasur.batch import read_decks
-    from tensorcfr.games.pasur.players import make_player
-    from tensorcfr.games.pasur.policy_model import (
+    from tensorcfr.games.pasur.agents import make_player
+    from tensorcfr.games.pasur.learning.policy_model import (
         load_policy_model,
         table_training_rows,
         train_policy_model,
     )
-    from tensorcfr.games.pasur.rules import random_deal
-    from tensorcfr.games.pasur.selfplay import play_games
+    from tensorcfr.games.pasur.engine.rules import random_deal
+    from tensorcfr.games.pasur.playing.selfplay import play_games
     from tensorcfr.utils.machine import machine_info
 
     if args.deck_file:

@@ -16,8 +16,8 @@ import time
 
 import torch
 
-from tensorcfr.games.pasur.rules import random_deal
-from tensorcfr.games.pasur.tensor_tree import build_tree_rounds, estimate_tree_size
+from tensorcfr.games.pasur.engine.rules import random_deal
+from tensorcfr.games.pasur.solving.tensor_tree import build_tree_rounds, estimate_tree_size
 from tensorcfr.utils.resources import parse_memory, peak_rss_mb
 
 

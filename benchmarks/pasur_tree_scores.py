@@ -2,7 +2,7 @@
 
 For each of the 198 decks listed in ``scores.csv`` (decks 0..199 of ``decks_10000.csv``) and
 each round start 0..5, the set of (Alex clubs, Bob clubs, Win) states that
-:func:`tensorcfr.games.pasur.tensor_tree.inherited_score_sets` produces must equal the paper's.
+:func:`tensorcfr.games.pasur.solving.tensor_tree.inherited_score_sets` produces must equal the paper's.
 Prints one JSON line per deck (with the tree's estimated size) and a summary line.
 
     .venv/bin/python benchmarks/pasur_tree_scores.py [--decks tests/data/decks_0_199.csv]
@@ -19,7 +19,7 @@ from collections import defaultdict
 
 import torch
 
-from tensorcfr.games.pasur.tensor_tree import estimate_tree_size
+from tensorcfr.games.pasur.solving.tensor_tree import estimate_tree_size
 
 
 def main() -> None:

@@ -13,8 +13,8 @@ from typing import Hashable
 
 import torch
 
-from tensorcfr.games.pasur.graph import PLIES_PER_ROUND, RoundGraph
-from tensorcfr.games.pasur.rules import (
+from tensorcfr.games.pasur.solving.graph import PLIES_PER_ROUND, RoundGraph
+from tensorcfr.games.pasur.engine.rules import (
     NUM_PLAYS,
     NUM_ROUNDS,
     Action,
@@ -26,7 +26,7 @@ from tensorcfr.games.pasur.rules import (
     score_pile,
     utility,
 )
-from tensorcfr.games.pasur.cards import is_club
+from tensorcfr.games.pasur.engine.cards import is_club
 
 
 def _clubs_state(piles: tuple[tuple[int, ...], tuple[int, ...]]) -> Hashable:

@@ -14,8 +14,8 @@ import pytest
 import torch
 
 from _cli_helpers import run_cli
-from tensorcfr.games.pasur.cards import card_code
-from tensorcfr.games.pasur.rules import random_deal
+from tensorcfr.games.pasur.engine.cards import card_code
+from tensorcfr.games.pasur.engine.rules import random_deal
 
 
 def one_line_error(code: int, err: str) -> str:

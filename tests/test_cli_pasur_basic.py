@@ -18,8 +18,8 @@ import pytest
 from typer.testing import CliRunner
 
 from tensorcfr.cli.main import app
-from tensorcfr.games.pasur.cards import cards_str
-from tensorcfr.games.pasur.rules import random_deal
+from tensorcfr.games.pasur.engine.cards import cards_str
+from tensorcfr.games.pasur.engine.rules import random_deal
 
 DATA = Path(__file__).parent / "data"
 EXPECTED = json.loads((DATA / "records_expected.json").read_text())

@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 
 from tensorcfr.cli.main import app
 from tensorcfr.errors import TensorCFRError
-from tensorcfr.games.pasur import rules
-from tensorcfr.games.pasur.analysis import analyze_batches
+from tensorcfr.games.pasur.engine import rules
+from tensorcfr.games.pasur.learning.analysis import analyze_batches
 from tensorcfr.games.pasur.batch import (
     BatchOptions,
     alex_counts,
@@ -21,8 +21,8 @@ from tensorcfr.games.pasur.batch import (
     read_decks,
     run_batch,
 )
-from tensorcfr.games.pasur.cards import is_club, is_jack
-from tensorcfr.games.pasur.exact import solve_exact
+from tensorcfr.games.pasur.engine.cards import is_club, is_jack
+from tensorcfr.games.pasur.solving.exact import solve_exact
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 runner = CliRunner()
@@ -117,7 +117,7 @@ def test_rerun_skips_finished_decks_and_ignores_a_cut_line(exact_batch, deck_fil
 
 
 def test_a_failing_deck_is_recorded_and_retried(deck_file, tmp_path, monkeypatch):
-    import tensorcfr.games.pasur.exact as exact
+    import tensorcfr.games.pasur.solving.exact as exact
 
     real = exact.solve_exact
     broken = rules.random_deal(SEEDS[1])

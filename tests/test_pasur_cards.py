@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from tensorcfr.errors import InvalidDealError, TensorCFRError
-from tensorcfr.games.pasur import cards
-from tensorcfr.games.pasur.cards import (
+from tensorcfr.games.pasur.engine import cards
+from tensorcfr.games.pasur.engine.cards import (
     card_code,
     card_rank,
     card_suit,

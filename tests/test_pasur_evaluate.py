@@ -11,11 +11,11 @@ from typer.testing import CliRunner
 from tensorcfr.cli.main import app
 from tensorcfr.cli.pasur_cfr import run_dcfr_solve
 from tensorcfr.errors import MemoryLimitError
-from tensorcfr.games.pasur import rules
-from tensorcfr.games.pasur.evaluate import evaluate_policies
-from tensorcfr.games.pasur.players import make_player
-from tensorcfr.games.pasur.policy_model import train_policy_model
-from tensorcfr.games.pasur.selfplay import play_games
+from tensorcfr.games.pasur.engine import rules
+from tensorcfr.games.pasur.learning.evaluate import evaluate_policies
+from tensorcfr.games.pasur.agents import make_player
+from tensorcfr.games.pasur.learning.policy_model import train_policy_model
+from tensorcfr.games.pasur.playing.selfplay import play_games
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 runner = CliRunner()

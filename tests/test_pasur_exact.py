@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from tensorcfr.errors import MemoryLimitError
-from tensorcfr.games.pasur import rules
-from tensorcfr.games.pasur.exact import (
+from tensorcfr.games.pasur.engine import rules
+from tensorcfr.games.pasur.solving.exact import (
     StateNotSolvedError,
     build_state_graph,
     memoised_minimax,

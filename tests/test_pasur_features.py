@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from tensorcfr.games.pasur import rules
-from tensorcfr.games.pasur.cards import parse_card
-from tensorcfr.games.pasur.features import (
+from tensorcfr.games.pasur.engine import rules
+from tensorcfr.games.pasur.engine.cards import parse_card
+from tensorcfr.games.pasur.solving.features import (
     COL_PLAYER,
     COL_ROUND,
     COLLECTED,
@@ -19,7 +19,7 @@ from tensorcfr.games.pasur.features import (
     level_features,
     reference_features,
 )
-from tensorcfr.games.pasur.tensor_tree import build_tree_round, build_tree_rounds, compressed_codes
+from tensorcfr.games.pasur.solving.tensor_tree import build_tree_round, build_tree_rounds, compressed_codes
 
 DATA = Path(__file__).parent / "data"
 SUITS = {"♣": "c", "♦": "d", "♥": "h", "♠": "s"}

@@ -9,11 +9,12 @@ import pytest
 import torch
 
 from tensorcfr.errors import TensorCFRError
-from tensorcfr.games.pasur import rules
-from tensorcfr.games.pasur.features import reference_features
-from tensorcfr.games.pasur.players import PLAYER_NAMES, Player, make_player
-from tensorcfr.games.pasur.records import parse_record, replay_record
-from tensorcfr.games.pasur.selfplay import matchup_summary, play_games
+from tensorcfr.games.pasur.engine import rules
+from tensorcfr.games.pasur.solving.features import reference_features
+from tensorcfr.games.pasur.agents import PLAYER_NAMES, make_player
+from tensorcfr.games.pasur.playing.players import Player
+from tensorcfr.games.pasur.engine.records import parse_record, replay_record
+from tensorcfr.games.pasur.playing.selfplay import matchup_summary, play_games
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

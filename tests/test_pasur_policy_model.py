@@ -11,10 +11,10 @@ from typer.testing import CliRunner
 from tensorcfr.cli.main import app
 from tensorcfr.cli.pasur_cfr import run_dcfr_solve
 from tensorcfr.errors import CorruptFileError, TensorCFRError
-from tensorcfr.games.pasur import rules
-from tensorcfr.games.pasur.players import make_player
-from tensorcfr.games.pasur.policy_model import load_policy_model, train_policy_model
-from tensorcfr.games.pasur.selfplay import play_games
+from tensorcfr.games.pasur.engine import rules
+from tensorcfr.games.pasur.agents import make_player
+from tensorcfr.games.pasur.learning.policy_model import load_policy_model, train_policy_model
+from tensorcfr.games.pasur.playing.selfplay import play_games
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 runner = CliRunner()
@@ -95,7 +95,7 @@ def test_selfplay_cli_json(run_dir, tmp_path):
         assert key in out
     assert out["games"] == 50 and len(out["ci95"]) == 2
     assert out["min_diff"] >= -6  # exact Alex never ends below the exact value
-    from tensorcfr.games.pasur.records import parse_record, replay_record
+    from tensorcfr.games.pasur.engine.records import parse_record, replay_record
 
     record = json.loads((tmp_path / "recs" / "game_00000.json").read_text())
     assert replay_record(parse_record(record)).legal

@@ -5,14 +5,14 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tensorcfr.games.pasur.cards import is_club, is_jack
-from tensorcfr.games.pasur.records import (
+from tensorcfr.games.pasur.engine.cards import is_club, is_jack
+from tensorcfr.games.pasur.engine.records import (
     parse_record,
     record_from_state,
     record_to_json,
     replay_record,
 )
-from tensorcfr.games.pasur.rules import (
+from tensorcfr.games.pasur.engine.rules import (
     NUM_PLAYS,
     GameState,
     apply_action,

@@ -10,7 +10,7 @@ from typing import Any, Callable
 import pytest
 
 from tensorcfr.errors import InvalidRecordError, TensorCFRError
-from tensorcfr.games.pasur.records import (
+from tensorcfr.games.pasur.engine.records import (
     GameRecord,
     load_record,
     parse_record,
@@ -19,7 +19,7 @@ from tensorcfr.games.pasur.records import (
     replay_record,
     save_record,
 )
-from tensorcfr.games.pasur.rules import (
+from tensorcfr.games.pasur.engine.rules import (
     Action,
     apply_action,
     initial_state,

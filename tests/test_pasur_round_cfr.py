@@ -1,4 +1,4 @@
-"""Round-by-round CFR over Pasur round graphs (src/tensorcfr/games/pasur/round_cfr.py).
+"""Round-by-round CFR over Pasur round graphs (src/tensorcfr/games/pasur/solving/round_cfr.py).
 
 Small positions (the last one or two rounds of a game) are built from the reference rules
 engine by an independent test builder, in both shapes (tree and dag); solved values are
@@ -16,8 +16,8 @@ from _pasur_cfr_helpers import build_position_graphs, minimax_value as rules_min
     position_at_round
 from tensorcfr.core.regret import CFRVariant
 from tensorcfr.errors import CorruptFileError, TensorCFRError
-from tensorcfr.games.pasur.graph import RoundGraph
-from tensorcfr.games.pasur.round_cfr import (
+from tensorcfr.games.pasur.solving.graph import RoundGraph
+from tensorcfr.games.pasur.solving.round_cfr import (
     ALEX,
     BOB,
     CheckpointMismatchError,
@@ -270,8 +270,8 @@ def test_checkpoint_of_another_graph_is_refused(tmp_path) -> None:
 # --------------------------------------------------------------------------- real builders
 
 def test_real_dag_builder_small_deal() -> None:
-    from tensorcfr.games.pasur.exact import build_state_graph, solve_exact
-    from tensorcfr.games.pasur.rules import random_deal
+    from tensorcfr.games.pasur.solving.exact import build_state_graph, solve_exact
+    from tensorcfr.games.pasur.engine.rules import random_deal
 
     deal = random_deal(3)
     graphs = build_state_graph(deal)

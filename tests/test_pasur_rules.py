@@ -15,8 +15,8 @@ from typing import Callable
 import pytest
 
 from tensorcfr.errors import InvalidDealError, TensorCFRError
-from tensorcfr.games.pasur.cards import cards_str, is_jack, parse_card
-from tensorcfr.games.pasur.rules import (
+from tensorcfr.games.pasur.engine.cards import cards_str, is_jack, parse_card
+from tensorcfr.games.pasur.engine.rules import (
     ALEX,
     BOB,
     NUM_PLAYS,

@@ -1,4 +1,4 @@
-"""Strategy tables in Parquet (src/tensorcfr/games/pasur/strategy_table.py)."""
+"""Strategy tables in Parquet (src/tensorcfr/games/pasur/solving/strategy_table.py)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import torch
 
 from _pasur_cfr_helpers import build_position_graphs, position_at_round
 from tensorcfr.errors import CorruptFileError
-from tensorcfr.games.pasur.round_cfr import exploitability, reach_probabilities, solve_dcfr
-from tensorcfr.games.pasur.strategy_table import (
+from tensorcfr.games.pasur.solving.round_cfr import exploitability, reach_probabilities, solve_dcfr
+from tensorcfr.games.pasur.solving.strategy_table import (
     TABLE_SCHEMA,
     load_strategy_table,
     strategies_from_table,
@@ -151,10 +151,10 @@ def test_incomplete_node_is_refused(tmp_path, table_path, solved) -> None:
 
 def test_tree_tables_carry_the_paper_features(tmp_path) -> None:
     """Tree-mode tables have the 58 feature columns of the action's resulting node."""
-    from tensorcfr.games.pasur.features import level_features
-    from tensorcfr.games.pasur.rules import random_deal
-    from tensorcfr.games.pasur.round_cfr import uniform_strategies
-    from tensorcfr.games.pasur.tensor_tree import build_tree_rounds
+    from tensorcfr.games.pasur.solving.features import level_features
+    from tensorcfr.games.pasur.engine.rules import random_deal
+    from tensorcfr.games.pasur.solving.round_cfr import uniform_strategies
+    from tensorcfr.games.pasur.solving.tensor_tree import build_tree_rounds
 
     graphs = build_tree_rounds(random_deal(3))
     path = tmp_path / "tree.parquet"

@@ -17,10 +17,10 @@ import pytest
 import torch
 
 from tensorcfr.errors import InvalidDealError, MemoryLimitError
-from tensorcfr.games.pasur import rules
-from tensorcfr.games.pasur.cards import is_club
-from tensorcfr.games.pasur.sum11 import combos_within, sum11_combos, sum11_matrix
-from tensorcfr.games.pasur.tensor_tree import (
+from tensorcfr.games.pasur.engine import rules
+from tensorcfr.games.pasur.engine.cards import is_club
+from tensorcfr.games.pasur.engine.sum11 import combos_within, sum11_combos, sum11_matrix
+from tensorcfr.games.pasur.solving.tensor_tree import (
     build_card_round,
     build_tree_round,
     build_tree_rounds,

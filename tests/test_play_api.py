@@ -10,8 +10,8 @@ import warnings
 
 import pytest
 
-from tensorcfr.games.pasur.records import parse_record, replay_record
-from tensorcfr.games.pasur.rules import (
+from tensorcfr.games.pasur.engine.records import parse_record, replay_record
+from tensorcfr.games.pasur.engine.rules import (
     Action,
     apply_action,
     illegal_reason,
@@ -102,7 +102,7 @@ def test_options_offer_the_available_ais(client):
 def table_and_model(tmp_path_factory, one_thread):
     """A small DCFR strategy table of the test deal and a small model trained on it."""
     from tensorcfr.cli.pasur_cfr import run_dcfr_solve
-    from tensorcfr.games.pasur.policy_model import train_policy_model
+    from tensorcfr.games.pasur.learning.policy_model import train_policy_model
 
     run = tmp_path_factory.mktemp("play-run") / "dcfr"
     run_dcfr_solve(random_deal(SEED), iterations=20, out=run, json_out=True)

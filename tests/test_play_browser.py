@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from tensorcfr.games.pasur.records import parse_record, replay_record
+from tensorcfr.games.pasur.engine.records import parse_record, replay_record
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from tensorcfr.games.pasur.records import parse_record, replay_record
+from tensorcfr.games.pasur.engine.records import parse_record, replay_record
 
 pexpect = pytest.importorskip("pexpect")
 

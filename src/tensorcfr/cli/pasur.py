@@ -20,8 +20,8 @@ def deal_command(
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object instead of text."),
 ) -> None:
     """Print a seeded random deal (table rule for Jacks in the pool) in card notation."""
-    from tensorcfr.games.pasur.cards import cards_str
-    from tensorcfr.games.pasur.rules import describe_deal, random_deal
+    from tensorcfr.games.pasur.engine.cards import cards_str
+    from tensorcfr.games.pasur.engine.rules import describe_deal, random_deal
 
     deal = random_deal(seed)
     if json_out:

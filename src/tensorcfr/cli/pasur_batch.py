@@ -99,7 +99,7 @@ def analyze_command(
     """Figure 14 and Table 16 (fair value by Alex's Jacks and clubs) from batch folders.
 
     Table 16 is also given in exact game value (points)."""
-    from tensorcfr.games.pasur.analysis import analyze_batches
+    from tensorcfr.games.pasur.learning.analysis import analyze_batches
 
     try:
         result = analyze_batches(folders, out if out is not None else folders[0],

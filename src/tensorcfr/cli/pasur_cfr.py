@@ -3,10 +3,10 @@
 ``tensorcfr pasur solve --method dcfr`` (the command itself lives in ``pasur_solve.py``)
 calls :func:`run_dcfr_solve`: it builds the deal's game graph (``--mode dag``: merged
 states, ``--mode tree``: the paper's game tree), solves it round by round with CFR
-(:mod:`tensorcfr.games.pasur.round_cfr`), measures the exact exploitability and the gap to
+(:mod:`tensorcfr.games.pasur.solving.round_cfr`), measures the exact exploitability and the gap to
 the exact game value, and with ``--out DIR`` writes atomically:
 
-* ``DIR/strategy.parquet``: the average strategy (:mod:`tensorcfr.games.pasur.strategy_table`);
+* ``DIR/strategy.parquet``: the average strategy (:mod:`tensorcfr.games.pasur.solving.strategy_table`);
 * ``DIR/manifest.json``: deal, parameters, versions, timings and results;
 * ``DIR/convergence.csv`` and ``DIR/convergence.png`` with ``--convergence``;
 * ``DIR/checkpoint/``: one file per finished round, so rerunning a killed solve with the
@@ -37,7 +37,7 @@ from tensorcfr.cli.common import console, err_console, print_json
 from tensorcfr.errors import CorruptFileError, MemoryLimitError, TensorCFRError
 
 if TYPE_CHECKING:
-    from tensorcfr.games.pasur.graph import RoundGraph
+    from tensorcfr.games.pasur.solving.graph import RoundGraph
 
 STOP_ENV = "TENSORCFR_STOP_AFTER_ROUNDS"
 MANIFEST = "manifest.json"
@@ -95,10 +95,10 @@ def build_graphs(deal: Sequence[int], mode: str, device: str = "cpu",
     if mode not in MODES:
         raise TensorCFRError(f"unknown --mode {mode!r}: choose dag or tree")
     if mode == "dag":
-        from tensorcfr.games.pasur.exact import build_state_graph
+        from tensorcfr.games.pasur.solving.exact import build_state_graph
 
         return build_state_graph(deal, device=device, max_memory=max_memory)
-    from tensorcfr.games.pasur.tensor_tree import build_tree_rounds, estimate_tree_size
+    from tensorcfr.games.pasur.solving.tensor_tree import build_tree_rounds, estimate_tree_size
 
     limit = max_memory if max_memory is not None else available_memory_bytes()
     estimate = estimate_tree_size(deal, device=device)
@@ -176,7 +176,7 @@ def _stop_hook() -> Callable[[Any], None] | None:
     solved = {"count": 0}
 
     def hook(result: Any) -> None:
-        from tensorcfr.games.pasur.round_cfr import SolveInterrupted
+        from tensorcfr.games.pasur.solving.round_cfr import SolveInterrupted
 
         solved["count"] += 1
         if solved["count"] >= stop_after:
@@ -215,15 +215,15 @@ def run_dcfr_solve(deal: Sequence[int], mode: str = "dag", iterations: int = 100
     import torch
 
     from tensorcfr.core.regret import CFRVariant
-    from tensorcfr.games.pasur.round_cfr import (
+    from tensorcfr.games.pasur.solving.round_cfr import (
         RoundCheckpointStore,
         exploitability,
         keep_freed_memory,
         minimax_value,
         solve_dcfr,
     )
-    from tensorcfr.games.pasur.rules import validate_deal
-    from tensorcfr.games.pasur.strategy_table import write_strategy_table
+    from tensorcfr.games.pasur.engine.rules import validate_deal
+    from tensorcfr.games.pasur.solving.strategy_table import write_strategy_table
     from tensorcfr.utils.io import write_json_atomic
     from tensorcfr.utils.resources import peak_rss_mb, set_threads
 
@@ -389,9 +389,9 @@ def exploitability_command(
 
     Rebuilds the graph from the manifest's deal and mode, then best responses to the table.
     """
-    from tensorcfr.games.pasur.round_cfr import exploitability, minimax_value
-    from tensorcfr.games.pasur.rules import validate_deal
-    from tensorcfr.games.pasur.strategy_table import load_strategy_table, \
+    from tensorcfr.games.pasur.solving.round_cfr import exploitability, minimax_value
+    from tensorcfr.games.pasur.engine.rules import validate_deal
+    from tensorcfr.games.pasur.solving.strategy_table import load_strategy_table, \
         strategies_from_table
     from tensorcfr.utils.resources import peak_rss_mb, set_threads
 

@@ -153,7 +153,7 @@ def play_command(
     import random as _random
 
     from tensorcfr.cli.pasur_solve import choose_deal
-    from tensorcfr.games.pasur.rules import random_deal
+    from tensorcfr.games.pasur.engine.rules import random_deal
     from tensorcfr.play.session import GameSession, SolutionCache, seat_index
     from tensorcfr.play.terminal import TerminalGame
     from tensorcfr.utils.resources import set_threads

@@ -1,6 +1,6 @@
 """``tensorcfr pasur replay FILE... [--json]``: check game records against the rules.
 
-Each file is loaded as a game record (:mod:`tensorcfr.games.pasur.records`), every play is
+Each file is loaded as a game record (:mod:`tensorcfr.games.pasur.engine.records`), every play is
 checked against the rules, and the final score is printed with its breakdown. Files are
 processed in the order given and one bad file does not stop the others.
 
@@ -63,7 +63,7 @@ def _error_line(message: str, prefix: str = "error") -> None:
 
 def _replay_one(path: str) -> tuple[int, dict[str, Any]]:
     """Load and replay one file; returns (exit code for it, its JSON object)."""
-    from tensorcfr.games.pasur.records import load_record, replay_record
+    from tensorcfr.games.pasur.engine.records import load_record, replay_record
 
     try:
         record = load_record(path)

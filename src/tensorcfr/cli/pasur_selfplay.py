@@ -2,12 +2,12 @@
 policy models.
 
 ``selfplay`` plays N games of one deal between two players (``random``, ``exact``,
-``table``, ``model``; :mod:`tensorcfr.games.pasur.players`), all games at once as tensors
-(:mod:`tensorcfr.games.pasur.selfplay`), and reports the score difference (Alex minus Bob)
+``table``, ``model``; :mod:`tensorcfr.games.pasur.playing.players`), all games at once as tensors
+(:mod:`tensorcfr.games.pasur.playing.selfplay`), and reports the score difference (Alex minus Bob)
 with its 95% interval, Alex's win / tie / loss rates and the deal's fair value.
 
 ``train`` fits an XGBoost policy model on the strategy tables of one or more DCFR run folders
-(:mod:`tensorcfr.games.pasur.policy_model`).
+(:mod:`tensorcfr.games.pasur.learning.policy_model`).
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ def run_selfplay(deal: tuple[int, ...], alex: str, bob: str, games: int, *, samp
                  threads: int = 1, records: str | None = None, num_records: int = 10,
                  show_progress: bool = False) -> dict[str, Any]:
     """Play ``games`` games of ``deal`` and return the JSON-ready result."""
-    from tensorcfr.games.pasur.players import PLAYER_NAMES, make_player
-    from tensorcfr.games.pasur.selfplay import play_games
+    from tensorcfr.games.pasur.agents import PLAYER_NAMES, make_player
+    from tensorcfr.games.pasur.playing.selfplay import play_games
 
     for side, name in (("--alex", alex), ("--bob", bob)):
         if name not in PLAYER_NAMES:
@@ -98,7 +98,7 @@ def run_selfplay(deal: tuple[int, ...], alex: str, bob: str, games: int, *, samp
 def _print_result(result: dict[str, Any]) -> None:
     from rich.table import Table
 
-    from tensorcfr.games.pasur.cards import cards_str
+    from tensorcfr.games.pasur.engine.cards import cards_str
 
     console.print(f"deal     {cards_str(result['deal'])}", highlight=False, soft_wrap=True)
     table = Table(title=f"{result['alex']} (Alex) vs {result['bob']} (Bob), "
@@ -200,7 +200,7 @@ def train_command(
             raise TensorCFRError(f"--eta must be positive, got {eta}")
         if not gamma >= 0:
             raise TensorCFRError(f"--gamma must be at least 0, got {gamma}")
-        from tensorcfr.games.pasur.policy_model import train_policy_model
+        from tensorcfr.games.pasur.learning.policy_model import train_policy_model
 
         show = not json_out and err_console.is_terminal
         with err_console.status("training", spinner="dots") if show else _nothing() as status:
@@ -284,7 +284,7 @@ def evaluate_command(
     try:
         the_deal = choose_deal(deal, deal_file, seed)
         n_threads = set_threads(threads)
-        from tensorcfr.games.pasur.evaluate import evaluate_policies
+        from tensorcfr.games.pasur.learning.evaluate import evaluate_policies
 
         show = not json_out and err_console.is_terminal
         with err_console.status("building the game tree and evaluating", spinner="dots") \
@@ -300,7 +300,7 @@ def evaluate_command(
         return
     from rich.table import Table
 
-    from tensorcfr.games.pasur.cards import cards_str
+    from tensorcfr.games.pasur.engine.cards import cards_str
 
     console.print(f"deal     {cards_str(result['deal'])}", highlight=False, soft_wrap=True)
     console.print(f"exact value {result['exact_value']:+.0f}; game tree {result['tree_nodes']:,} "

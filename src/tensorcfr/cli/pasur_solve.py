@@ -27,7 +27,7 @@ def read_deal_file(path: str) -> tuple[int, ...]:
     Raises :class:`InvalidDealError` (one line) for unreadable or oversized files, game
     records (which hold a deal but are not one) and bad deals.
     """
-    from tensorcfr.games.pasur.rules import parse_deal, validate_deal
+    from tensorcfr.games.pasur.engine.rules import parse_deal, validate_deal
     from tensorcfr.utils.io import read_small_file
 
     try:
@@ -76,7 +76,7 @@ def read_deal_file(path: str) -> tuple[int, ...]:
 
 def choose_deal(deal: str | None, deal_file: str | None, seed: int | None) -> tuple[int, ...]:
     """The deal named by exactly one of ``--deal``, ``--deal-file`` and ``--seed``."""
-    from tensorcfr.games.pasur.rules import parse_deal, random_deal
+    from tensorcfr.games.pasur.engine.rules import parse_deal, random_deal
 
     given = [name for name, v in (("--deal", deal), ("--deal-file", deal_file), ("--seed", seed))
              if v is not None]
@@ -145,8 +145,8 @@ def _print_solution(solution: Any, threads: int) -> None:
     """The text report: deal, value, principal line, sizes, time, memory."""
     from rich.table import Table
 
-    from tensorcfr.games.pasur.cards import card_code, cards_str
-    from tensorcfr.games.pasur.rules import describe_deal
+    from tensorcfr.games.pasur.engine.cards import card_code, cards_str
+    from tensorcfr.games.pasur.engine.rules import describe_deal
     from tensorcfr.utils.resources import format_bytes
 
     console.print(f"deal     {cards_str(solution.deal)}", highlight=False, soft_wrap=True)
@@ -182,7 +182,7 @@ def _run_exact(deal: tuple[int, ...], seed: int | None, json_out: bool, max_memo
                threads: int, device: str, out: str | None) -> None:
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from tensorcfr.games.pasur.exact import NUM_LEVELS, solve_exact
+    from tensorcfr.games.pasur.solving.exact import NUM_LEVELS, solve_exact
     from tensorcfr.utils.io import write_json_atomic
 
     if json_out or not err_console.is_terminal:  # no bar (nor its blank line) in logs

@@ -244,7 +244,7 @@ def create_app(*, table: str | None = None, model: str | None = None, max_games:
 
     from tensorcfr import __version__
     from tensorcfr.errors import TensorCFRError
-    from tensorcfr.games.pasur.rules import parse_deal, random_deal, validate_deal
+    from tensorcfr.games.pasur.engine.rules import parse_deal, random_deal, validate_deal
     from tensorcfr.play.session import AI_NAMES, VISIBILITIES
 
     if mode not in VISIBILITIES:

@@ -8,7 +8,7 @@ exact value, each play marked with the points it cost). A finished game exports 
 project's game record format; an imported record becomes a finished session to step through
 with the same analysis.
 
-Exact values come from :func:`tensorcfr.games.pasur.exact.solve_exact` through a
+Exact values come from :func:`tensorcfr.games.pasur.solving.exact.solve_exact` through a
 :class:`SolutionCache` (a bounded LRU shared by all sessions; one solve per deal even when
 several threads ask at once).
 
@@ -31,9 +31,9 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from tensorcfr.errors import InvalidRecordError, TensorCFRError
-from tensorcfr.games.pasur.cards import card_code
-from tensorcfr.games.pasur.records import GameRecord, parse_record, replay_record
-from tensorcfr.games.pasur.rules import (
+from tensorcfr.games.pasur.engine.cards import card_code
+from tensorcfr.games.pasur.engine.records import GameRecord, parse_record, replay_record
+from tensorcfr.games.pasur.engine.rules import (
     NUM_PLAYS,
     PLAYERS,
     Action,
@@ -68,7 +68,7 @@ class IllegalMoveError(TensorCFRError):
 
 
 class PlayerLike(Protocol):
-    """The players interface of :mod:`tensorcfr.games.pasur.players`."""
+    """The players interface of :mod:`tensorcfr.games.pasur.playing.players`."""
 
     def action_probs(self, states: Sequence[GameState]) -> list[list[tuple[Action, float]]]:
         ...
@@ -128,7 +128,7 @@ class SolutionCache:
     def _solve(self, deal: tuple[int, ...]) -> Any:
         if self._solver is not None:
             return self._solver(deal)
-        from tensorcfr.games.pasur.exact import solve_exact
+        from tensorcfr.games.pasur.solving.exact import solve_exact
 
         return solve_exact(deal, device=self.device)
 
@@ -230,7 +230,7 @@ class _ExactAI:
 
     def action_probs(self, states: Sequence[GameState]) -> list[list[tuple[Action, float]]]:
         if self._player is None:
-            from tensorcfr.games.pasur.players import make_player
+            from tensorcfr.games.pasur.agents import make_player
 
             self._player = make_player("exact", self.deal, device=self.device,
                                        solution=self.solutions.get(self.deal))
@@ -275,14 +275,14 @@ class PlayerCache:
 def make_ai(name: str, deal: Sequence[int], *, solutions: SolutionCache,
             model: str | None = None, table: str | None = None,
             device: str = "cpu", players: PlayerCache | None = None) -> PlayerLike:
-    """The AI player ``name`` for ``deal`` (:func:`tensorcfr.games.pasur.players.make_player`).
+    """The AI player ``name`` for ``deal`` (:func:`tensorcfr.games.pasur.playing.players.make_player`).
 
     ``exact`` plays uniformly among the optimal plays of the deal's cached exact solution;
     ``random`` uniformly; ``table`` needs a solved run folder of this deal (``tensorcfr pasur
     solve --method dcfr --out DIR``), ``model`` an XGBoost model folder. Raises
     :class:`TensorCFRError` (one line) for an unknown name or a missing/unsuitable file.
     """
-    from tensorcfr.games.pasur.players import make_player
+    from tensorcfr.games.pasur.agents import make_player
 
     deal = tuple(int(c) for c in deal)
     if name not in AI_NAMES:
@@ -598,7 +598,7 @@ class GameSession:
     def record_json(self) -> dict[str, Any]:
         """The record as JSON (the project's format) with ``source``, ``human``, ``ai`` and the
         ``notation`` of each play added (extra keys the format allows)."""
-        from tensorcfr.games.pasur.records import record_to_json
+        from tensorcfr.games.pasur.engine.records import record_to_json
 
         obj = record_to_json(self.record())
         for play, info in zip(obj["plays"], self.plays):

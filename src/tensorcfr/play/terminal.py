@@ -17,8 +17,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from tensorcfr.games.pasur.cards import card_code, parse_card
-from tensorcfr.games.pasur.rules import PLAYERS, Action
+from tensorcfr.games.pasur.engine.cards import card_code, parse_card
+from tensorcfr.games.pasur.engine.rules import PLAYERS, Action
 from tensorcfr.play.session import GameSession, IllegalMoveError
 from tensorcfr.utils.io import write_text_atomic
 

@@ -120,7 +120,7 @@ def read_decks(source: str, first: int, last: int) -> tuple[list[tuple[int, tupl
     ``i`` (as ``pasur solve --seed i``). Raises :class:`TensorCFRError` (one line) for an
     unreadable file, a range past its end, or an invalid deal in the range.
     """
-    from tensorcfr.games.pasur.rules import random_deal, validate_deal
+    from tensorcfr.games.pasur.engine.rules import random_deal, validate_deal
 
     if source == SEEDS_SOURCE:
         return [(i, random_deal(i)) for i in range(first, last + 1)], "seeds"
@@ -152,7 +152,7 @@ def read_decks(source: str, first: int, last: int) -> tuple[list[tuple[int, tupl
 
 def alex_counts(deal: Sequence[int]) -> tuple[int, int]:
     """(Jacks, clubs) among the 24 cards Alex is dealt over the six rounds."""
-    from tensorcfr.games.pasur.cards import is_club, is_jack
+    from tensorcfr.games.pasur.engine.cards import is_club, is_jack
 
     cards = [c for h in range(6) for c in deal[4 + 8 * h:8 + 8 * h]]
     return sum(1 for c in cards if is_jack(c)), sum(1 for c in cards if is_club(c))
@@ -163,7 +163,7 @@ def alex_counts(deal: Sequence[int]) -> tuple[int, int]:
 
 def _matchup(row: dict[str, Any], deal: tuple[int, ...], alex: Any, bob: Any, games: int,
              seed: int) -> None:
-    from tensorcfr.games.pasur.selfplay import play_games
+    from tensorcfr.games.pasur.playing.selfplay import play_games
 
     result = play_games(deal, alex, bob, games, sample_seed=seed)
     summary = result.summary()
@@ -178,10 +178,10 @@ def _dcfr_run(deal: tuple[int, ...], iterations: int, out: Path) -> dict[str, An
     """Solve ``deal`` by round-by-round DCFR (dag mode) and write a run folder that
     ``pasur selfplay --table``, ``pasur train`` and ``pasur exploitability`` read."""
     from tensorcfr.core.regret import CFRVariant
-    from tensorcfr.games.pasur.exact import build_state_graph
-    from tensorcfr.games.pasur.players import RUN_FORMAT, RUN_MANIFEST, RUN_TABLE
-    from tensorcfr.games.pasur.round_cfr import exploitability, minimax_value, solve_dcfr
-    from tensorcfr.games.pasur.strategy_table import write_strategy_table
+    from tensorcfr.games.pasur.solving.exact import build_state_graph
+    from tensorcfr.games.pasur.playing.players import RUN_FORMAT, RUN_MANIFEST, RUN_TABLE
+    from tensorcfr.games.pasur.solving.round_cfr import exploitability, minimax_value, solve_dcfr
+    from tensorcfr.games.pasur.solving.strategy_table import write_strategy_table
     from tensorcfr.utils.io import write_json_atomic
 
     t0 = time.perf_counter()
@@ -223,9 +223,10 @@ def solve_deck(deck: int, deal: Sequence[int], options: BatchOptions, out_dir: s
         import torch
 
         torch.set_num_threads(options.threads)
-        from tensorcfr.games.pasur.exact import solve_exact
-        from tensorcfr.games.pasur.players import ExactPlayer, RandomPlayer, make_player
-        from tensorcfr.games.pasur.rules import validate_deal
+        from tensorcfr.games.pasur.solving.exact import solve_exact
+        from tensorcfr.games.pasur.agents import make_player
+        from tensorcfr.games.pasur.playing.players import ExactPlayer, RandomPlayer
+        from tensorcfr.games.pasur.engine.rules import validate_deal
 
         deal = validate_deal(deal)
         row["alex_jacks"], row["alex_clubs"] = alex_counts(deal)
@@ -257,7 +258,7 @@ def solve_deck(deck: int, deal: Sequence[int], options: BatchOptions, out_dir: s
             table = make_player("table", deal, table=run)
             players = {"table": table}
             if options.train_games > 0:
-                from tensorcfr.games.pasur.policy_model import train_policy_model
+                from tensorcfr.games.pasur.learning.policy_model import train_policy_model
 
                 model_dir = Path(out_dir) / "models" / f"deck_{deck:05d}"
                 t0 = time.perf_counter()

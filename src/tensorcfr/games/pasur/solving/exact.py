@@ -44,7 +44,7 @@ hand fields are 0 in both readings. Level 48 holds the end-of-game states before
 
 Example::
 
-    >>> from tensorcfr.games.pasur.rules import initial_state, random_deal
+    >>> from tensorcfr.games.pasur.engine.rules import initial_state, random_deal
     >>> sol = solve_exact(random_deal(1))          # doctest: +SKIP
     >>> sol.value, sol.num_states                  # doctest: +SKIP
     (-6, 318304)
@@ -62,8 +62,8 @@ from typing import Any, Sequence
 import torch
 
 from tensorcfr.errors import MemoryLimitError, TensorCFRError
-from tensorcfr.games.pasur import rules
-from tensorcfr.games.pasur.cards import (
+from tensorcfr.games.pasur.engine import rules
+from tensorcfr.games.pasur.engine.cards import (
     ACES,
     CLUBS,
     JACKS,
@@ -77,8 +77,8 @@ from tensorcfr.games.pasur.cards import (
     is_numeric,
     is_queen,
 )
-from tensorcfr.games.pasur.graph import PLIES_PER_ROUND, RoundGraph
-from tensorcfr.games.pasur.sum11 import sum11_combos  # the paper's t_40x2764 template
+from tensorcfr.games.pasur.solving.graph import PLIES_PER_ROUND, RoundGraph
+from tensorcfr.games.pasur.engine.sum11 import sum11_combos  # the paper's t_40x2764 template
 from tensorcfr.utils.resources import available_memory_bytes, format_bytes, peak_rss_mb
 
 __all__ = [

@@ -21,15 +21,15 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 import torch
 from torch import Tensor
 
 from tensorcfr.errors import TensorCFRError
-from tensorcfr.games.pasur import rules
-from tensorcfr.games.pasur.cards import NUM_CARDS, is_club
-from tensorcfr.games.pasur.exact import (
+from tensorcfr.games.pasur.engine import rules
+from tensorcfr.games.pasur.engine.cards import NUM_CARDS, is_club
+from tensorcfr.games.pasur.solving.exact import (
     CLUBS_MASK,
     NUM_LEVELS,
     POOL_SHIFT,
@@ -40,7 +40,7 @@ from tensorcfr.games.pasur.exact import (
     _terminal_rewards,
     state_key,
 )
-from tensorcfr.games.pasur.features import (
+from tensorcfr.games.pasur.solving.features import (
     COL_ALEX_CLUBS,
     COL_PLAYER,
     COL_ROUND,
@@ -55,10 +55,21 @@ from tensorcfr.games.pasur.features import (
 )
 from tensorcfr.utils.resources import available_memory_bytes
 
-if TYPE_CHECKING:
-    from tensorcfr.games.pasur.players import Player
+
+
+
+class BatchPolicy(Protocol):
+    """What :func:`play_games` asks of a player: a ``name`` and the probabilities of the
+    plays of a batch of positions (float [E], summing to 1 per position). Every player of
+    :mod:`.players` is one."""
+
+    name: str
+
+    def edge_probs(self, batch: "DecisionBatch") -> Tensor: ...
+
 
 __all__ = [
+    "BatchPolicy",
     "DecisionBatch",
     "SelfPlayResult",
     "decisions_from_states",
@@ -361,7 +372,7 @@ def matchup_summary(diffs: Tensor | Sequence[float]) -> dict[str, Any]:
             "tie_rate": tie, "bob_win_rate": 1.0 - win - tie, "fair_value": win + tie / 2}
 
 
-def play_games(deal: Sequence[int], alex: Player, bob: Player, num_games: int, *,
+def play_games(deal: Sequence[int], alex: BatchPolicy, bob: BatchPolicy, num_games: int, *,
                sample_seed: int = 0, device: str | torch.device = "cpu",
                records: bool = False, progress: Callable[[int], None] | None = None
                ) -> SelfPlayResult:

@@ -19,7 +19,7 @@ from functools import lru_cache
 
 import torch
 
-from tensorcfr.games.pasur.cards import NUM_NUMERIC
+from tensorcfr.games.pasur.engine.cards import NUM_NUMERIC
 
 TARGET = 11
 

@@ -52,7 +52,7 @@ from tensorcfr.core.regret import (
     uniform_slot_probabilities,
 )
 from tensorcfr.errors import CorruptFileError, TensorCFRError
-from tensorcfr.games.pasur.graph import PLIES_PER_ROUND, RoundGraph
+from tensorcfr.games.pasur.solving.graph import PLIES_PER_ROUND, RoundGraph
 from tensorcfr.utils.io import atomic_path, write_json_atomic
 
 __all__ = [

@@ -14,7 +14,7 @@ Checking a record's *format* (:func:`parse_record`, :func:`load_record`) is sepa
 checking its *plays* against the rules (:func:`replay_record`): a well-formed record may hold an
 illegal play, which the replay reports with its number, its player and the reason.
 
->>> from tensorcfr.games.pasur.rules import random_deal, play_game
+>>> from tensorcfr.games.pasur.engine.rules import random_deal, play_game
 >>> state = play_game(random_deal(3), lambda s, actions: actions[0])
 >>> result = replay_record(record_from_state(state))
 >>> result.legal, result.alex_points - result.bob_points == result.utility
@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from tensorcfr.errors import InvalidDealError, InvalidRecordError
-from tensorcfr.games.pasur.cards import NUM_CARDS
-from tensorcfr.games.pasur.rules import (
+from tensorcfr.games.pasur.engine.cards import NUM_CARDS
+from tensorcfr.games.pasur.engine.rules import (
     NUM_PLAYS,
     PLAYERS,
     Action,
@@ -242,7 +242,7 @@ class IllegalPlay:
     """The first play of a record that the rules forbid.
 
     ``number`` is its 0-based index in ``plays``; ``player`` is 0 (Alex) or 1 (Bob); ``reason``
-    is :func:`tensorcfr.games.pasur.rules.illegal_reason`'s sentence.
+    is :func:`tensorcfr.games.pasur.engine.rules.illegal_reason`'s sentence.
     """
 
     number: int

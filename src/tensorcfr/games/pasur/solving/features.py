@@ -30,7 +30,7 @@ is not a column: the paper's row has no such column.
 
 :func:`level_features` computes the rows of a whole RoundGraph level at once from its
 ``node_state``; :func:`reference_features` is the readable definition from a
-:class:`~tensorcfr.games.pasur.rules.GameState`, used to test it.
+:class:`~tensorcfr.games.pasur.engine.rules.GameState`, used to test it.
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ from typing import Mapping
 
 import torch
 
-from tensorcfr.games.pasur.cards import NUM_CARDS, is_club
-from tensorcfr.games.pasur.rules import (
+from tensorcfr.games.pasur.engine.cards import NUM_CARDS, is_club
+from tensorcfr.games.pasur.engine.rules import (
     CLUBS_FOR_BONUS,
     PLAYS_PER_ROUND,
     GameState,
@@ -48,7 +48,7 @@ from tensorcfr.games.pasur.rules import (
     initial_state,
     round_hands,
 )
-from tensorcfr.games.pasur.tensor_tree import compressed_codes
+from tensorcfr.games.pasur.solving.tensor_tree import compressed_codes
 
 NUM_FEATURES = 58
 COL_ALEX_CLUBS, COL_BOB_CLUBS, COL_WIN = 52, 53, 54

@@ -11,7 +11,7 @@ Rows are addressed by ``(round, ply, edge)``: the edge index inside its level of
 table can be checked against a rebuilt graph (:func:`strategies_from_table`).
 
 Tree-mode tables also carry the paper's 58-column feature row of each action
-(``feature_00`` .. ``feature_57``, from :mod:`tensorcfr.games.pasur.features`); both modes
+(``feature_00`` .. ``feature_57``, from :mod:`tensorcfr.games.pasur.solving.features`); both modes
 carry the builder's per-node state codes (``state_<name>``). The schema check covers the
 core columns.
 """
@@ -30,7 +30,7 @@ import torch
 from torch import Tensor
 
 from tensorcfr.errors import CorruptFileError
-from tensorcfr.games.pasur.graph import PLIES_PER_ROUND, RoundGraph
+from tensorcfr.games.pasur.solving.graph import PLIES_PER_ROUND, RoundGraph
 from tensorcfr.utils.io import atomic_path
 
 __all__ = [
@@ -94,13 +94,13 @@ def _mask_to_lists(masks: np.ndarray) -> pa.Array:
 def _feature_columns(graph: RoundGraph, level: int, children: Tensor) -> dict[str, pa.Array]:
     """The paper's 58-column feature row of each row's action (``feature_00`` ..
     ``feature_57``, int8): as in the paper, an action is described by the row of the node it
-    leads to (:func:`tensorcfr.games.pasur.features.level_features`). Only tree-mode graphs
+    leads to (:func:`tensorcfr.games.pasur.solving.features.level_features`). Only tree-mode graphs
     carry the card states these rows need; other graphs get no feature columns."""
     state = graph.node_state[level + 1] if graph.node_state else None
     if not state or "card_node" not in state:
         return {}
     try:
-        from tensorcfr.games.pasur.features import NUM_FEATURES, level_features
+        from tensorcfr.games.pasur.solving.features import NUM_FEATURES, level_features
     except ImportError:  # pragma: no cover - features.py is part of the package
         return {}
     rows = level_features(state, children).cpu().numpy()
@@ -151,7 +151,7 @@ def write_strategy_table(path: str | Path, graphs: Sequence[RoundGraph],
     Returns:
         The number of rows written.
     """
-    from tensorcfr.games.pasur.round_cfr import node_values, reach_probabilities
+    from tensorcfr.games.pasur.solving.round_cfr import node_values, reach_probabilities
 
     reaches = reach_probabilities(graphs, strategies)
     values = node_values(graphs, strategies)
@@ -283,7 +283,7 @@ def strategies_from_table(table: StrategyTable, graphs: Sequence[RoundGraph],
     names an edge the graphs do not have, its card or captured set differs from the edge's,
     or a node's probabilities do not sum to 1 (within ``tolerance``).
     """
-    from tensorcfr.games.pasur.round_cfr import uniform_strategies
+    from tensorcfr.games.pasur.solving.round_cfr import uniform_strategies
 
     out = uniform_strategies(graphs)
     by_round = {g.round_index: i for i, g in enumerate(graphs)}
@@ -358,7 +358,7 @@ def _check_reached_nodes_have_rows(graphs: Sequence[RoundGraph], strategies: lis
     """Raise :class:`CorruptFileError` when a node its mover reaches (own reach > 0 under the
     table's strategy, the rule :func:`write_strategy_table` keeps rows by) has no rows: such
     a table lost rows (e.g. the root's), and a uniform default there would change values."""
-    from tensorcfr.games.pasur.round_cfr import reach_probabilities
+    from tensorcfr.games.pasur.solving.round_cfr import reach_probabilities
 
     reaches = reach_probabilities(graphs, strategies)
     for position, graph in enumerate(graphs):

@@ -23,7 +23,7 @@ Two ways to ask a player:
 * ``edge_probs(batch)`` (used by :mod:`selfplay`): a :class:`selfplay.DecisionBatch` of many
   positions at the same play -> a float64 Tensor [E] of play probabilities.
 
->>> from tensorcfr.games.pasur.rules import initial_state, random_deal
+>>> from tensorcfr.games.pasur.engine.rules import initial_state, random_deal
 >>> deal = random_deal(3)
 >>> player = make_player("random", deal)
 >>> [round(p, 2) for _, p in player.action_probs([initial_state(deal)])[0]]
@@ -41,21 +41,20 @@ import torch
 from torch import Tensor
 
 from tensorcfr.errors import CorruptFileError, TensorCFRError
-from tensorcfr.games.pasur import rules
-from tensorcfr.games.pasur.cards import NUM_CARDS
-from tensorcfr.games.pasur.selfplay import DecisionBatch, decisions_from_states
+from tensorcfr.games.pasur.engine import rules
+from tensorcfr.games.pasur.engine.cards import NUM_CARDS
+from tensorcfr.games.pasur.playing.selfplay import DecisionBatch, decisions_from_states
 
 __all__ = [
     "PLAYER_NAMES",
     "ExactPlayer",
-    "ModelPlayer",
     "Player",
     "RandomPlayer",
     "TablePlayer",
-    "make_player",
 ]
 
-PLAYER_NAMES = ("random", "exact", "table", "model")
+PLAYER_NAMES = ("random", "exact", "table")
+"""The open-hands players of this module; :mod:`tensorcfr.games.pasur.agents` names every player."""
 
 RUN_MANIFEST = "manifest.json"
 RUN_TABLE = "strategy.parquet"
@@ -131,7 +130,7 @@ class ExactPlayer(_BatchPlayer):
     def __init__(self, deal: Sequence[int], device: str | torch.device = "cpu",
                  solution: Any = None) -> None:
         super().__init__(deal, device)
-        from tensorcfr.games.pasur.exact import solve_exact
+        from tensorcfr.games.pasur.solving.exact import solve_exact
 
         self.solution = solution if solution is not None else solve_exact(self.deal,
                                                                           device=self.device)
@@ -203,7 +202,7 @@ class TablePlayer(_BatchPlayer):
         super().__init__(deal, device)
         import numpy as np
 
-        from tensorcfr.games.pasur.strategy_table import load_strategy_table
+        from tensorcfr.games.pasur.solving.strategy_table import load_strategy_table
 
         path, _ = _run_files(Path(table))
         loaded = load_strategy_table(path)
@@ -283,64 +282,3 @@ class TablePlayer(_BatchPlayer):
         self.misses += int(missing.sum())
         w = torch.where(missing.index_select(0, batch.edge_position), 1.0, w.clamp(min=0))
         return batch.normalize(w)
-
-
-class ModelPlayer(_BatchPlayer):
-    """An XGBoost policy model: predicted ``100 * sigma`` -> clip at 0 -> renormalise."""
-
-    name = "model"
-    needs_features = True
-
-    def __init__(self, deal: Sequence[int], model: str | os.PathLike[str],
-                 device: str | torch.device = "cpu", threads: int = 1) -> None:
-        super().__init__(deal, device)
-        from tensorcfr.games.pasur.policy_model import load_policy_model
-
-        self.model = load_policy_model(model, threads=threads)
-        self.rows_predicted = 0
-
-    def edge_probs(self, batch: DecisionBatch) -> Tensor:
-        rows = batch.child_features()
-        pred = self.model.predict(rows.cpu().numpy())
-        self.rows_predicted += int(rows.shape[0])
-        return batch.normalize(torch.as_tensor(pred, dtype=torch.float64,
-                                               device=batch.device).clamp(min=0))
-
-
-def make_player(name: str, deal: Sequence[int], *, model: str | os.PathLike[str] | None = None,
-                table: str | os.PathLike[str] | None = None, device: str = "cpu",
-                threads: int = 1, solution: Any = None) -> Player:
-    """A player of ``deal`` by name (``PLAYER_NAMES``).
-
-    Args:
-        name: ``random``, ``exact``, ``table`` (needs ``table``: a DCFR run directory or its
-            ``strategy.parquet``) or ``model`` (needs ``model``: a policy model directory).
-        deal: the deal the player plays (52 card indices).
-        device: torch device of its tensors.
-        threads: XGBoost threads of a model player.
-        solution: an :class:`exact.ExactSolution` of the deal to reuse (``exact`` only).
-
-    Raises:
-        TensorCFRError: unknown name, missing or unreadable model / table (one line).
-    """
-    if name not in PLAYER_NAMES:
-        raise TensorCFRError(f"unknown player {name!r}: choose one of "
-                             f"{', '.join(PLAYER_NAMES)}")
-    try:
-        torch.device(device)
-    except (RuntimeError, ValueError):
-        raise TensorCFRError(f"device {device!r} is not a torch device (e.g. cpu, cuda)") \
-            from None
-    if name == "random":
-        return RandomPlayer(deal, device)
-    if name == "exact":
-        return ExactPlayer(deal, device, solution=solution)
-    if name == "table":
-        if table is None:
-            raise TensorCFRError("the table player needs --table DIR (the --out folder of "
-                                 "`tensorcfr pasur solve --method dcfr`)")
-        return TablePlayer(deal, table, device)
-    if model is None:
-        raise TensorCFRError("the model player needs --model DIR (a folder written by "
-                             "`tensorcfr pasur train`)")
-    return ModelPlayer(deal, model, device, threads=threads)

@@ -20,7 +20,7 @@ from functools import lru_cache
 from typing import Iterable, NamedTuple, Sequence
 
 from tensorcfr.errors import InvalidDealError
-from tensorcfr.games.pasur.cards import (
+from tensorcfr.games.pasur.engine.cards import (
     ACES,
     NUM_CARDS,
     TEN_OF_DIAMONDS,

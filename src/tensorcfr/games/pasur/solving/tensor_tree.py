@@ -2,7 +2,7 @@
 
 Baghal (2025), "Solving Pasur Using GPU-Accelerated Counterfactual Regret Minimization",
 section 2, rebuilt on PyTorch (device-agnostic) and producing the shared
-:class:`~tensorcfr.games.pasur.graph.RoundGraph` format, one graph per round.
+:class:`~tensorcfr.games.pasur.solving.graph.RoundGraph` format, one graph per round.
 
 The construction keeps two things apart, as the paper does:
 
@@ -39,7 +39,7 @@ Public API: :func:`build_tree_rounds` (+ :func:`build_tree_round` for one round)
 :func:`estimate_tree_size` (+ :class:`TreeEstimate`), :func:`round_start_states` and
 :func:`inherited_score_sets` (the merged round roots), :func:`build_card_round` (one round's
 card-state tree), :func:`repeat_blocks`, :func:`compressed_codes` (the paper's ``t_cmp``).
-Feature rows: :mod:`tensorcfr.games.pasur.features`. Documentation: docs/pasur_tensor_tree.md.
+Feature rows: :mod:`tensorcfr.games.pasur.solving.features`. Documentation: docs/pasur_tensor_tree.md.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ from typing import Callable, Sequence
 import torch
 
 from tensorcfr.errors import MemoryLimitError, TensorCFRError
-from tensorcfr.games.pasur.cards import (
+from tensorcfr.games.pasur.engine.cards import (
     ACES,
     JACKS,
     NUM_CARDS,
@@ -61,8 +61,8 @@ from tensorcfr.games.pasur.cards import (
     is_numeric,
     is_queen,
 )
-from tensorcfr.games.pasur.graph import PLIES_PER_ROUND, RoundGraph
-from tensorcfr.games.pasur.rules import (
+from tensorcfr.games.pasur.solving.graph import PLIES_PER_ROUND, RoundGraph
+from tensorcfr.games.pasur.engine.rules import (
     CLUBS_BONUS,
     CLUBS_FOR_BONUS,
     NUM_ROUNDS,
@@ -70,7 +70,7 @@ from tensorcfr.games.pasur.rules import (
     round_hands,
     validate_deal,
 )
-from tensorcfr.games.pasur.sum11 import combos_within
+from tensorcfr.games.pasur.engine.sum11 import combos_within
 from tensorcfr.utils.resources import format_bytes, parse_memory
 
 # Row-0 codes of the card-state tensor t_gme (paper Table "State Encoding").

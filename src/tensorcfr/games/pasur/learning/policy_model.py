@@ -34,9 +34,12 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch
+from torch import Tensor
 
 from tensorcfr.errors import CorruptFileError, TensorCFRError
-from tensorcfr.games.pasur.features import NUM_FEATURES
+from tensorcfr.games.pasur.playing.players import RandomPlayer, TablePlayer, _BatchPlayer, _run_files
+from tensorcfr.games.pasur.playing.selfplay import DecisionBatch, play_games
+from tensorcfr.games.pasur.solving.features import NUM_FEATURES
 from tensorcfr.utils.io import atomic_path, write_json_atomic
 
 __all__ = [
@@ -44,6 +47,7 @@ __all__ = [
     "FEATURE_SET",
     "MODEL_FILE",
     "MODEL_FORMAT",
+    "ModelPlayer",
     "PolicyModel",
     "load_policy_model",
     "table_training_rows",
@@ -192,9 +196,7 @@ def table_training_rows(run: str | os.PathLike[str], *, games: int = 2000, seed:
     Returns ``(X int8 [R, 58], y float64 [R] = 100 * sigma, info)``; ``info`` says the deal,
     the table's mode and how the rows were obtained.
     """
-    from tensorcfr.games.pasur.players import TablePlayer, _run_files
-    from tensorcfr.games.pasur.selfplay import play_games
-    from tensorcfr.games.pasur.strategy_table import load_strategy_table
+    from tensorcfr.games.pasur.solving.strategy_table import load_strategy_table
 
     table_path, _ = _run_files(Path(run))
     loaded = load_strategy_table(table_path)
@@ -212,8 +214,6 @@ def table_training_rows(run: str | os.PathLike[str], *, games: int = 2000, seed:
     else:
         if games < 4:
             raise TensorCFRError(f"--games must be at least 4 to sample a dag table, got {games}")
-        from tensorcfr.games.pasur.players import RandomPlayer
-
         player = TablePlayer(deal, table_path, device)
         collector = _Collector(player)
         rnd = RandomPlayer(deal, device)
@@ -334,3 +334,26 @@ def train_policy_model(runs: Sequence[str | os.PathLike[str]], out: str | os.Pat
     }
     write_json_atomic(out_dir / MANIFEST, manifest)
     return manifest
+
+
+# --------------------------------------------------------------------------- player
+
+
+class ModelPlayer(_BatchPlayer):
+    """An XGBoost policy model: predicted ``100 * sigma`` -> clip at 0 -> renormalise."""
+
+    name = "model"
+    needs_features = True
+
+    def __init__(self, deal: Sequence[int], model: str | os.PathLike[str],
+                 device: str | torch.device = "cpu", threads: int = 1) -> None:
+        super().__init__(deal, device)
+        self.model = load_policy_model(model, threads=threads)
+        self.rows_predicted = 0
+
+    def edge_probs(self, batch: DecisionBatch) -> Tensor:
+        rows = batch.child_features()
+        pred = self.model.predict(rows.cpu().numpy())
+        self.rows_predicted += int(rows.shape[0])
+        return batch.normalize(torch.as_tensor(pred, dtype=torch.float64,
+                                               device=batch.device).clamp(min=0))

@@ -3,9 +3,9 @@
 A full-information Pasur game is split into six rounds of eight plies. Both graph builders
 produce the same format, one :class:`RoundGraph` per round:
 
-* ``--mode tree`` (:mod:`tensorcfr.games.pasur.tensor_tree`): the paper's game tree; every
+* ``--mode tree`` (:mod:`tensorcfr.games.pasur.solving.tensor_tree`): the paper's game tree; every
   node has exactly one parent inside its round (in-round histories kept apart).
-* ``--mode dag`` (:mod:`tensorcfr.games.pasur.exact`): merged states; a node may have many
+* ``--mode dag`` (:mod:`tensorcfr.games.pasur.solving.exact`): merged states; a node may have many
   parents.
 
 In both, a node is a decision point of the player to move (full information: every node is

@@ -57,7 +57,7 @@ def _normalize(parent: Tensor, weights: Tensor, num_nodes: int) -> Tensor:
 def _model_strategies(graphs: Sequence[Any], model: Any, chunk: int = 1 << 20
                       ) -> tuple[list[list[Tensor]], int, float]:
     """Per round, per level, the model's probabilities [E_l]; rows predicted; seconds."""
-    from tensorcfr.games.pasur.features import level_features
+    from tensorcfr.games.pasur.solving.features import level_features
 
     out, rows, seconds = [], 0, 0.0
     for graph in graphs:
@@ -81,7 +81,7 @@ def _model_strategies(graphs: Sequence[Any], model: Any, chunk: int = 1 << 20
 
 def _exact_strategies(graphs: Sequence[Any]) -> list[list[Tensor]]:
     """The exact player: uniform over each node's optimal plays (Alex max, Bob min)."""
-    from tensorcfr.games.pasur.round_cfr import _MAX, _MIN, _backward_game
+    from tensorcfr.games.pasur.solving.round_cfr import _MAX, _MIN, _backward_game
 
     values = _backward_game(graphs, None, (_MAX, _MIN))
     out = []
@@ -111,7 +111,7 @@ def _mix(alex: Sequence[Sequence[Tensor]], bob: Sequence[Sequence[Tensor]]
 def policy_report(graphs: Sequence[Any], strategies: Sequence[Sequence[Tensor]],
                   exact: Sequence[Sequence[Tensor]], exact_value: float) -> dict[str, float]:
     """The measures of the module docstring for one strategy profile on ``graphs``."""
-    from tensorcfr.games.pasur.round_cfr import exploitability, node_values
+    from tensorcfr.games.pasur.solving.round_cfr import exploitability, node_values
 
     report = exploitability(graphs, strategies)
     as_alex = float(node_values(graphs, _mix(strategies, exact))[0][0][0])
@@ -142,10 +142,10 @@ def evaluate_policies(deal: Sequence[int], models: Mapping[str, str | os.PathLik
         policy's measures are in points per game (module docstring), plus for models the
         rows predicted and prediction rows per second.
     """
-    from tensorcfr.games.pasur.policy_model import load_policy_model
-    from tensorcfr.games.pasur.round_cfr import minimax_value, uniform_strategies
-    from tensorcfr.games.pasur.rules import validate_deal
-    from tensorcfr.games.pasur.tensor_tree import build_tree_rounds
+    from tensorcfr.games.pasur.learning.policy_model import load_policy_model
+    from tensorcfr.games.pasur.solving.round_cfr import minimax_value, uniform_strategies
+    from tensorcfr.games.pasur.engine.rules import validate_deal
+    from tensorcfr.games.pasur.solving.tensor_tree import build_tree_rounds
 
     deal = validate_deal(deal)
     if not models and not include_random:
