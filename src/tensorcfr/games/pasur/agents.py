@@ -3,9 +3,12 @@ the play server ask.
 
 Two families:
 
-* **open-hands players** (:data:`OPEN_PLAYER_NAMES`): policies of one known deal that see
-  every card (``random``, ``exact``, ``table``, ``model``); they play through the batched
-  self-play engine (:mod:`.playing.selfplay`).
+* **open-hands players** (:data:`OPEN_PLAYER_NAMES`, :func:`make_player`): policies of one
+  known deal that see every card (``random``, ``exact``, ``table``, ``model``); they play
+  through the batched self-play engine (:mod:`.playing.selfplay`).
+* **hidden-hand agents** (:data:`AGENT_NAMES`, :func:`make_agent`): players of the real game
+  that see only their observation (:mod:`.playing.agent`); ``exact`` among them is the
+  open-hands optimum, kept as a cheating upper bound.
 
 This module sits above the stages (engine -> solving -> playing -> learning) and may import
 any of them; nothing in the stages imports it.
@@ -14,12 +17,15 @@ any of them; nothing in the stages imports it.
 from __future__ import annotations
 
 import os
-from typing import Any, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
 
 import torch
 
 from tensorcfr.errors import TensorCFRError
 from tensorcfr.games.pasur.learning.policy_model import ModelPlayer
+from tensorcfr.games.pasur.playing.agent import ExactAgent, HiddenAgent, RandomAgent
 from tensorcfr.games.pasur.playing.players import (
     ExactPlayer,
     Player,
@@ -27,7 +33,8 @@ from tensorcfr.games.pasur.playing.players import (
     TablePlayer,
 )
 
-__all__ = ["OPEN_PLAYER_NAMES", "PLAYER_NAMES", "make_player"]
+__all__ = ["AGENT_NAMES", "AgentOptions", "OPEN_PLAYER_NAMES", "PLAYER_NAMES", "make_agent",
+           "make_player"]
 
 OPEN_PLAYER_NAMES = ("random", "exact", "table", "model")
 PLAYER_NAMES = OPEN_PLAYER_NAMES
@@ -71,3 +78,59 @@ def make_player(name: str, deal: Sequence[int], *, model: str | os.PathLike[str]
         raise TensorCFRError("the model player needs --model DIR (a folder written by "
                              "`tensorcfr pasur train`)")
     return ModelPlayer(deal, model, device, threads=threads)
+
+
+# --------------------------------------------------------------------------- hidden hands
+
+
+@dataclass(frozen=True)
+class AgentOptions:
+    """Settings of the hidden-hand agents (each agent reads the ones it uses).
+
+    Attributes:
+        determinizations: K, the draws per move of ``pimc`` / ``pimc-infer`` (>= 1).
+        seconds_per_move: a time budget per move (``pimc`` stops drawing when it is spent,
+            ``ismcts-time`` searches for this long); ``None``: no budget.
+        simulations: ISMCTS simulations per move (``ismcts``).
+        model: the folder of a ``hidden-model`` (``tensorcfr pasur train-hidden``).
+        device: torch device of the exact solver.
+        threads: XGBoost threads.
+    """
+
+    determinizations: int = 32
+    seconds_per_move: float | None = None
+    simulations: int = 1000
+    model: Path | None = None
+    device: str = "cpu"
+    threads: int = 1
+
+    def __post_init__(self) -> None:
+        if self.determinizations < 1:
+            raise TensorCFRError(f"the number of determinizations K must be at least 1, got "
+                                 f"{self.determinizations}")
+        if self.seconds_per_move is not None and not self.seconds_per_move > 0:
+            raise TensorCFRError(f"the time per move must be positive, got "
+                                 f"{self.seconds_per_move}")
+        if self.simulations < 1:
+            raise TensorCFRError(f"ISMCTS needs at least 1 simulation per move, got "
+                                 f"{self.simulations}")
+
+
+_AGENT_FACTORIES: dict[str, Callable[[AgentOptions], HiddenAgent]] = {
+    "random": lambda options: RandomAgent(),
+    "exact": lambda options: ExactAgent(device=options.device),
+}
+AGENT_NAMES: tuple[str, ...] = tuple(_AGENT_FACTORIES)
+"""Names :func:`make_agent` accepts."""
+
+
+def make_agent(name: str, options: AgentOptions | None = None) -> HiddenAgent:
+    """A hidden-hand agent by name (:data:`AGENT_NAMES`).
+
+    Raises:
+        TensorCFRError: unknown name or unusable options (one line).
+    """
+    factory = _AGENT_FACTORIES.get(name)
+    if factory is None:
+        raise TensorCFRError(f"unknown agent {name!r}: choose one of {', '.join(AGENT_NAMES)}")
+    return factory(options or AgentOptions())
