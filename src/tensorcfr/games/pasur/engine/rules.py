@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import operator
 import random
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Iterable, NamedTuple, Sequence
 
@@ -269,6 +269,13 @@ def apply_action(state: GameState, action: Action) -> GameState:
     reason = illegal_reason(state, action)
     if reason is not None:
         raise ValueError(f"illegal action {action.notation()}: {reason}")
+    return apply_legal_action(state, action)
+
+
+def apply_legal_action(state: GameState, action: Action) -> GameState:
+    """:func:`apply_action` without the legality check, for callers that took ``action``
+    from :func:`legal_actions` of ``state`` (search roll-outs); an illegal action gives a
+    wrong state, not an error."""
     p = state.player
     card, captured = action.card, tuple(sorted(action.captured))
     hands = list(state.hands)
@@ -290,9 +297,10 @@ def apply_action(state: GameState, action: Action) -> GameState:
     if play_index == NUM_PLAYS and pool and last_capturer is not None:
         piles[last_capturer] = tuple(sorted(piles[last_capturer] + pool))
         pool = ()
-    return replace(state, play_index=play_index, hands=(hands[0], hands[1]), pool=pool,
-                   piles=(piles[0], piles[1]), surs=(surs[0], surs[1]),
-                   last_capturer=last_capturer, history=state.history + (Action(card, captured),))
+    return GameState(deal=state.deal, play_index=play_index, hands=(hands[0], hands[1]),
+                     pool=pool, piles=(piles[0], piles[1]), surs=(surs[0], surs[1]),
+                     last_capturer=last_capturer,
+                     history=state.history + (Action(card, captured),))
 
 
 # --------------------------------------------------------------------------- scoring

@@ -40,7 +40,8 @@ the opponent's hand or the undealt cards give the same strings and tensors (test
 **Speed.** A state keeps one immutable :class:`rules.GameState` (shared by clones: OpenSpiel's
 clone deep-copies ``__dict__``, and the holder copies as itself) and its legal plays, computed
 once per position by :func:`rules.captures` (whose subset enumeration is cached). A play is
-applied by :func:`rules.apply_action`, so this game cannot drift from the reference engine.
+applied by :func:`rules.apply_legal_action` (the reference engine's own step, without the
+legality check the legal list already made), so this game cannot drift from the engine.
 
 This module knows the rules through :mod:`..engine` only; it knows nothing of agents or
 search (:mod:`.ismcts_agent` drives it).
@@ -221,7 +222,7 @@ class PasurState(pyspiel.State):
             self._position = _Position(_dealt(state, int(action)), position.plays_text)
             return
         play = position.legal()[action]
-        after = rules.apply_action(state, play)
+        after = rules.apply_legal_action(state, play)
         text = play.notation()
         self._position = _Position(after, f"{position.plays_text} {text}" if
                                    position.plays_text else text)
