@@ -52,6 +52,7 @@ import numpy as np
 from open_spiel.python.algorithms.ismcts import ISMCTSBot
 from open_spiel.python.algorithms.mcts import RandomRolloutEvaluator
 
+from tensorcfr.errors import TensorCFRError
 from tensorcfr.games.pasur.engine import rules
 from tensorcfr.games.pasur.engine.determinize import determinize
 from tensorcfr.games.pasur.engine.observation import Observation
@@ -62,7 +63,7 @@ from tensorcfr.games.pasur.playing.openspiel_game import (
     state_from_rules,
 )
 
-__all__ = ["BudgetedISMCTSBot", "ISMCTSAgent", "UCT_C"]
+__all__ = ["BudgetedISMCTSBot", "ISMCTSAgent", "UCT_C", "timed_ismcts_agent"]
 
 UCT_C = 10.0
 """UCT exploration constant, in points (see the module docstring)."""
@@ -110,6 +111,8 @@ class BudgetedISMCTSBot(ISMCTSBot):
 class ISMCTSAgent:
     """A hidden-hand agent searching with OpenSpiel's ISMCTS (see the module docstring).
 
+    Raises :class:`TensorCFRError` on a simulation count below 1 or a non-positive time.
+
     Args:
         simulations: simulations (root descents) per move, when ``seconds_per_move`` is None.
         seconds_per_move: a time budget per move instead of a simulation count.
@@ -122,9 +125,10 @@ class ISMCTSAgent:
     def __init__(self, simulations: int = 1000, seconds_per_move: float | None = None,
                  uct_c: float = UCT_C, name: str = "ismcts") -> None:
         if simulations < 1:
-            raise ValueError(f"ISMCTS needs at least 1 simulation per move, got {simulations}")
+            raise TensorCFRError(f"ISMCTS needs at least 1 simulation per move, got "
+                                 f"{simulations}")
         if seconds_per_move is not None and not seconds_per_move > 0:
-            raise ValueError(f"the time per move must be positive, got {seconds_per_move}")
+            raise TensorCFRError(f"the time per move must be positive, got {seconds_per_move}")
         self.name = name
         self.simulations = simulations
         self.seconds_per_move = seconds_per_move
@@ -184,3 +188,15 @@ class ISMCTSAgent:
             self._search(obs)
         assert self._last is not None
         return list(self._last[1])
+
+
+def timed_ismcts_agent(seconds_per_move: float | None) -> ISMCTSAgent:
+    """The ``ismcts-time`` agent: ISMCTS searching ``seconds_per_move`` seconds per move.
+
+    Raises:
+        TensorCFRError: no time budget given, or not a positive one.
+    """
+    if seconds_per_move is None:
+        raise TensorCFRError("the ismcts-time agent needs a time per move "
+                             "(AgentOptions.seconds_per_move, e.g. --seconds-per-move 1)")
+    return ISMCTSAgent(seconds_per_move=seconds_per_move, name="ismcts-time")
