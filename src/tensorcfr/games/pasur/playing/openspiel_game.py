@@ -39,7 +39,7 @@ the opponent's hand or the undealt cards give the same strings and tensors (test
 
 **Speed.** A state keeps one immutable :class:`rules.GameState` (shared by clones: OpenSpiel's
 clone deep-copies ``__dict__``, and the holder copies as itself) and its legal plays, computed
-once per position by :func:`rules.captures` (whose subset enumeration is cached). A play is
+once per position by :func:`rules.hand_captures` (whose subset enumeration is cached). A play is
 applied by :func:`rules.apply_legal_action` (the reference engine's own step, without the
 legality check the legal list already made), so this game cannot drift from the engine.
 
@@ -150,10 +150,8 @@ class _Position:
         """Action id -> play, in increasing id order (= :func:`rules.legal_actions` order)."""
         if self._legal is None:
             state = self.game_state
-            pool = state.pool
             legal: dict[int, rules.Action] = {}
-            for card in state.hands[state.player]:
-                caps = rules.captures(card, pool)
+            for card, caps in rules.hand_captures(state.hands[state.player], state.pool):
                 base = card * CAPTURES_PER_CARD
                 if caps:
                     for k, captured in enumerate(caps):
