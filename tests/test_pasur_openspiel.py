@@ -203,6 +203,31 @@ def test_resample_keeps_the_information_state_and_has_a_legal_history(game):
             assert again.piles == full.piles and again.pool == full.pool
 
 
+def test_resample_without_replay_is_the_same_draw(game):
+    for seed, play_index in ((13, 0), (14, 17), (15, 46)):
+        state = _play_random(game, seed, stop_at=play_index)
+        replayed = state.resample_from_infostate(
+            1, pyspiel.UniformProbabilitySampler(seed, 0.0, 1.0))
+        direct = state.resample_from_infostate(
+            1, pyspiel.UniformProbabilitySampler(seed, 0.0, 1.0), replay=False)
+        assert direct.rules_state == replayed.rules_state
+        assert direct.history() == []
+        for player in (0, 1):
+            assert direct.information_state_string(player) == \
+                replayed.information_state_string(player)
+        assert direct.legal_actions() == replayed.legal_actions()
+        rng = random.Random(seed)
+        while not direct.is_terminal():  # both play on identically
+            if direct.is_chance_node():
+                action = rng.choice([c for c, _ in direct.chance_outcomes()])
+            else:
+                action = rng.choice(direct.legal_actions())
+            direct.apply_action(action)
+            replayed.apply_action(action)
+            assert str(direct) == str(replayed)
+        assert direct.returns() == replayed.returns()
+
+
 def _complete(partial_deal):
     """A full deal starting with ``partial_deal`` (the other cards after it)."""
     return tuple(partial_deal) + tuple(c for c in range(52) if c not in partial_deal)

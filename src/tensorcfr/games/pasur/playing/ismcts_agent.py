@@ -18,7 +18,8 @@ simulation draws a fresh world), UCT child selection, final policy = the most vi
 observation (one uniform :func:`determinize.determinize` draw, replayed through the chance
 deals and the observed plays); ISMCTS reads only its information state from it: every
 simulation starts from a fresh uniform draw of the hidden cards
-(:meth:`PasurState.resample_from_infostate`, seeded by the agent). The chosen action id is
+(:meth:`PasurState.resample_from_infostate`, seeded by the agent, built directly rather than
+replayed: ISMCTS never reads ``history()``). The chosen action id is
 mapped back to a :class:`rules.Action` by the state.
 
 **Budget.** OpenSpiel's ``run_search`` spends its first simulation expanding the root (a
@@ -138,7 +139,8 @@ class ISMCTSAgent:
         self.reset(0)
 
     def reset(self, seed: int) -> None:
-        """New game: all draws (worlds, roll-outs, ties) follow ``numpy.random.RandomState(seed)``."""
+        """New game: every draw (worlds, roll-outs, ties) follows
+        ``numpy.random.RandomState(seed)``."""
         self._random_state = np.random.RandomState(seed)
         evaluator = RandomRolloutEvaluator(random_state=self._random_state)
         self._bot = BudgetedISMCTSBot(self._game, evaluator, self.uct_c, self.simulations,
@@ -152,7 +154,8 @@ class ISMCTSAgent:
         return self._bot.last_simulations
 
     def _resample(self, state: PasurState, player: int) -> PasurState:
-        return state.resample_from_infostate(player, self._random_state.random_sample)
+        return state.resample_from_infostate(player, self._random_state.random_sample,
+                                             replay=False)
 
     def _root_state(self, obs: Observation) -> PasurState:
         world_seed = int(self._random_state.randint(2 ** 31))

@@ -56,7 +56,7 @@ search (:mod:`.ismcts_agent` drives it).
 from __future__ import annotations
 
 import random
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import numpy as np
 import pyspiel
@@ -250,18 +250,22 @@ class PasurState(pyspiel.State):
         return observe(self._position.game_state, player)
 
     def resample_from_infostate(self, player_id: int,
-                                probability_sampler: Callable[[], float]) -> "PasurState":
+                                probability_sampler: Callable[[], float], *,
+                                replay: bool = True) -> "PasurState":
         """A state drawn uniformly among those ``player_id`` cannot tell from this one.
 
         Args:
             player_id: the player whose information is kept.
             probability_sampler: a callable giving uniform floats in [0, 1) (e.g.
                 ``pyspiel.UniformProbabilitySampler``); one draw seeds the determinization.
+            replay: ``True``: the new state is replayed from the initial state (chance deals
+                and plays), so its ``history()`` is a legal history. ``False`` (search):
+                the state is built directly, much faster late in a game, and its
+                ``history()`` is empty; everything else (information states, legal plays,
+                returns, further play) is the same.
 
         Returns:
-            A new state replayed from the initial state (chance deals and plays), so its
-            ``history()`` is a legal history and its information state for ``player_id``
-            equals this one's.
+            A new state whose information state for ``player_id`` equals this one's.
         """
         seed = int(probability_sampler() * 2.0 ** 53)
         drawn = determinize(self.observation_for(player_id), random.Random(seed))
@@ -270,7 +274,11 @@ class PasurState(pyspiel.State):
                                 hands=drawn.hands, pool=drawn.pool, piles=drawn.piles,
                                 surs=drawn.surs, last_capturer=drawn.last_capturer,
                                 history=drawn.history)
-        return state_from_rules(self.get_game(), drawn)
+        if replay:
+            return state_from_rules(self.get_game(), drawn)
+        state = self.get_game().new_initial_state()
+        state._position = _Position(drawn, self._position.plays_text)
+        return state
 
     def __str__(self) -> str:
         state = self._position.game_state
