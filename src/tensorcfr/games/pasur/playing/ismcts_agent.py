@@ -41,6 +41,13 @@ out. It reuses the search of the last :meth:`choose` on the same observation, el
 
 This module knows OpenSpiel, the ``python_pasur`` game and the engine; nothing of the
 registry or the tournaments.
+
+>>> from tensorcfr.games.pasur.engine.rules import initial_state, random_deal
+>>> from tensorcfr.games.pasur.engine.observation import observe
+>>> agent = ISMCTSAgent(simulations=5); agent.reset(seed=0)
+>>> obs = observe(initial_state(random_deal(3)), player=0)
+>>> agent.choose(obs) in obs.legal_actions(), agent.last_simulations
+(True, 5)
 """
 
 from __future__ import annotations
