@@ -26,6 +26,7 @@ import torch
 from tensorcfr.errors import TensorCFRError
 from tensorcfr.games.pasur.learning.policy_model import ModelPlayer
 from tensorcfr.games.pasur.playing.agent import ExactAgent, HiddenAgent, RandomAgent
+from tensorcfr.games.pasur.playing.ismcts_agent import ISMCTSAgent, timed_ismcts_agent
 from tensorcfr.games.pasur.playing.players import (
     ExactPlayer,
     Player,
@@ -119,6 +120,8 @@ class AgentOptions:
 _AGENT_FACTORIES: dict[str, Callable[[AgentOptions], HiddenAgent]] = {
     "random": lambda options: RandomAgent(),
     "exact": lambda options: ExactAgent(device=options.device),
+    "ismcts": lambda options: ISMCTSAgent(simulations=options.simulations),
+    "ismcts-time": lambda options: timed_ismcts_agent(options.seconds_per_move),
 }
 AGENT_NAMES: tuple[str, ...] = tuple(_AGENT_FACTORIES)
 """Names :func:`make_agent` accepts."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import operator
 import random
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Iterable, NamedTuple, Sequence
 
@@ -161,8 +161,26 @@ def captures(card: int, pool: Iterable[int]) -> list[tuple[int, ...]]:
     cards and Jacks of the pool at once (if any). Queen/King: exactly one Queen/King.
     """
     pool = sorted(pool)
+    return _captures_from(card, pool, _numeric_values(pool))
+
+
+def hand_captures(hand: Iterable[int], pool: Iterable[int]
+                  ) -> list[tuple[int, list[tuple[int, ...]]]]:
+    """``(card, captures(card, pool))`` for every card of ``hand``, reading the pool once."""
+    pool = sorted(pool)
+    numeric = _numeric_values(pool)
+    return [(card, _captures_from(card, pool, numeric)) for card in hand]
+
+
+def _numeric_values(sorted_pool: list[int]) -> tuple[tuple[int, int], ...]:
+    """(value, card) of the numeric cards of a sorted pool (sorted: value grows with index)."""
+    return tuple((card_value(c), c) for c in sorted_pool if is_numeric(c))
+
+
+def _captures_from(card: int, pool: list[int], numeric: tuple[tuple[int, int], ...]
+                   ) -> list[tuple[int, ...]]:
+    """:func:`captures` given the sorted pool and its numeric (value, card) pairs."""
     if is_numeric(card):
-        numeric = tuple(sorted((card_value(c), c) for c in pool if is_numeric(c)))
         return [s for s in _subsets_with_sum(numeric, 11 - card_value(card)) if s]
     if is_jack(card):
         taken = tuple(c for c in pool if is_numeric(c) or is_jack(c))
@@ -224,8 +242,8 @@ def legal_actions(state: GameState) -> list[Action]:
     """All legal actions of the player to move, ordered by card then captured set."""
     if state.is_terminal:
         return []
-    pool = state.pool
-    return [a for card in state.hands[state.player] for a in card_actions(card, pool)]
+    return [Action(card, s) for card, caps in hand_captures(state.hands[state.player], state.pool)
+            for s in (caps or [()])]
 
 
 def illegal_reason(state: GameState, action: Action) -> str | None:
@@ -269,6 +287,13 @@ def apply_action(state: GameState, action: Action) -> GameState:
     reason = illegal_reason(state, action)
     if reason is not None:
         raise ValueError(f"illegal action {action.notation()}: {reason}")
+    return apply_legal_action(state, action)
+
+
+def apply_legal_action(state: GameState, action: Action) -> GameState:
+    """:func:`apply_action` without the legality check, for callers that took ``action``
+    from :func:`legal_actions` of ``state`` (search roll-outs); an illegal action gives a
+    wrong state, not an error."""
     p = state.player
     card, captured = action.card, tuple(sorted(action.captured))
     hands = list(state.hands)
@@ -290,9 +315,10 @@ def apply_action(state: GameState, action: Action) -> GameState:
     if play_index == NUM_PLAYS and pool and last_capturer is not None:
         piles[last_capturer] = tuple(sorted(piles[last_capturer] + pool))
         pool = ()
-    return replace(state, play_index=play_index, hands=(hands[0], hands[1]), pool=pool,
-                   piles=(piles[0], piles[1]), surs=(surs[0], surs[1]),
-                   last_capturer=last_capturer, history=state.history + (Action(card, captured),))
+    return GameState(deal=state.deal, play_index=play_index, hands=(hands[0], hands[1]),
+                     pool=pool, piles=(piles[0], piles[1]), surs=(surs[0], surs[1]),
+                     last_capturer=last_capturer,
+                     history=state.history + (Action(card, captured),))
 
 
 # --------------------------------------------------------------------------- scoring

@@ -1,0 +1,196 @@
+"""Benchmark of OpenSpiel's ISMCTS on ``python_pasur``: playout speed and seconds per move.
+
+Measures, on one thread (pure Python; torch is not used, its threads are set to 1 anyway):
+
+* random playouts of whole games, dealt by the chance nodes: through the OpenSpiel API
+  exactly as ``RandomRolloutEvaluator`` walks them (``numpy.random.RandomState.choice`` over
+  ``legal_actions()`` and over the chance outcomes, ``apply_action``), and with the reference
+  engine alone (:func:`rules.apply_action`, ``random.choice``) for scale; plays (player moves)
+  per second and games per second;
+* the ``ismcts`` agent's seconds per move at each simulation count (``--simulations``,
+  default 100 and 1000) on positions reached by random play at given play indices
+  (``--positions``, default the first play of rounds 1, 3 and 5 and the middle of round 6),
+  one move per position, with the observation of the player to move;
+* the ``ismcts-time`` agent at ``--seconds`` per move: the time it takes and the simulations
+  it runs, on the same positions.
+
+Writes ``docs/benchmarks/pasur_ismcts.md`` (machine, load average, threads noted) and a JSON
+object to stdout. Usage::
+
+    heavy .venv/bin/python benchmarks/bench_pasur_ismcts.py [--simulations 100,1000]
+        [--positions 0,16,32,44] [--seconds 1.0] [--playout-seconds 10] [--seed 1]
+        [--out docs/benchmarks/pasur_ismcts.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from tensorcfr.games.pasur.engine import rules
+from tensorcfr.games.pasur.engine.observation import observe
+from tensorcfr.games.pasur.playing.ismcts_agent import UCT_C, ISMCTSAgent
+from tensorcfr.games.pasur.playing.openspiel_game import load_game
+from tensorcfr.utils.io import write_text_atomic
+from tensorcfr.utils.machine import machine_info
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def int_list(text: str) -> list[int]:
+    return [int(t) for t in text.split(",") if t.strip()]
+
+
+def openspiel_playouts(seconds: float, seed: int) -> dict[str, float]:
+    """Whole random games through the OpenSpiel API, as the roll-out evaluator plays them."""
+    game = load_game()
+    rng = np.random.RandomState(seed)
+    games = plays = chance = 0
+    start = time.perf_counter()
+    while time.perf_counter() - start < seconds or games == 0:
+        state = game.new_initial_state()
+        while not state.is_terminal():
+            if state.is_chance_node():
+                outcomes, probabilities = zip(*state.chance_outcomes())
+                state.apply_action(rng.choice(outcomes, p=probabilities))
+                chance += 1
+            else:
+                state.apply_action(rng.choice(state.legal_actions()))
+                plays += 1
+        games += 1
+    elapsed = time.perf_counter() - start
+    return {"games": games, "seconds": elapsed, "games_per_s": games / elapsed,
+            "plays_per_s": plays / elapsed, "chance_per_s": chance / elapsed}
+
+
+def engine_playouts(seconds: float, seed: int) -> dict[str, float]:
+    """Whole random games with the reference engine alone (deal drawn up front)."""
+    rng = random.Random(seed)
+    games = plays = 0
+    start = time.perf_counter()
+    while time.perf_counter() - start < seconds or games == 0:
+        state = rules.initial_state(rules.random_deal(rng.randrange(2 ** 31)))
+        while not state.is_terminal:
+            state = rules.apply_action(state, rng.choice(rules.legal_actions(state)))
+            plays += 1
+        games += 1
+    elapsed = time.perf_counter() - start
+    return {"games": games, "seconds": elapsed, "games_per_s": games / elapsed,
+            "plays_per_s": plays / elapsed}
+
+
+def position_at(play_index: int, seed: int) -> rules.GameState:
+    """A state after ``play_index`` random plays of ``random_deal(seed)``."""
+    rng = random.Random(seed)
+    state = rules.initial_state(rules.random_deal(seed))
+    while state.play_index < play_index:
+        state = rules.apply_action(state, rng.choice(rules.legal_actions(state)))
+    return state
+
+
+def time_moves(agent: ISMCTSAgent, positions: list[rules.GameState], seed: int
+               ) -> list[dict[str, Any]]:
+    """One ``choose`` per position: seconds and root simulations."""
+    rows = []
+    for state in positions:
+        agent.reset(seed)
+        obs = observe(state, state.player)
+        start = time.perf_counter()
+        agent.choose(obs)
+        seconds = time.perf_counter() - start
+        rows.append({"play_index": state.play_index, "legal": len(rules.legal_actions(state)),
+                     "seconds": seconds, "simulations": agent.last_simulations})
+    return rows
+
+
+def load_average() -> float:
+    return os.getloadavg()[0]
+
+
+def write_markdown(path: Path, result: dict[str, Any]) -> None:
+    m = result["machine"]
+    lines = [
+        "# ISMCTS on python_pasur: benchmark", "",
+        "Generated by `benchmarks/bench_pasur_ismcts.py` (re-run it with `heavy` to refresh "
+        "this page).", "",
+        f"- machine: {m['cpu']}, {m['cores']} cores, {m['ram_gib']:.1f} GiB RAM; Python "
+        f"{m['python']}; open_spiel {result['open_spiel']}",
+        f"- date: {m['date']}; threads: 1 (one Python thread; torch threads 1, unused)",
+        f"- load average (1 min) at start / end: {result['load_start']:.2f} / "
+        f"{result['load_end']:.2f} (2 cores shared with other engineers' jobs: times are "
+        "noisy upwards)",
+        f"- ISMCTS: OpenSpiel `ISMCTSBot`, `RandomRolloutEvaluator` (1 roll-out), uct_c "
+        f"{UCT_C:g}, unlimited world samples, most-visited final policy; seed "
+        f"{result['seed']}", "",
+        "## Random playouts (whole games, dealt by chance)", "",
+        "| engine | games | games/s | plays/s | chance nodes/s |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    o, e = result["openspiel_playouts"], result["engine_playouts"]
+    lines.append(f"| python_pasur through pyspiel (as the roll-out evaluator: numpy choice) | "
+                 f"{o['games']} | {o['games_per_s']:.1f} | {o['plays_per_s']:.0f} | "
+                 f"{o['chance_per_s']:.0f} |")
+    lines.append(f"| reference engine alone (`rules.apply_action`, `random.choice`) | "
+                 f"{e['games']} | {e['games_per_s']:.1f} | {e['plays_per_s']:.0f} | - |")
+    lines += ["", "A game is 48 plays and 52 chance nodes (every card is dealt by one).", "",
+              "## Seconds per move", "",
+              "One move per position (random play up to the play index, then the player to "
+              "move searches from its observation); *sims/s* = root simulations per second.",
+              "", "| agent | play index | legal plays | seconds | simulations | sims/s |",
+              "|---|---:|---:|---:|---:|---:|"]
+    for label, rows in result["moves"].items():
+        for row in rows:
+            rate = row["simulations"] / row["seconds"] if row["seconds"] > 0 else 0.0
+            lines.append(f"| {label} | {row['play_index']} | {row['legal']} | "
+                         f"{row['seconds']:.2f} | {row['simulations']} | {rate:.0f} |")
+    lines += ["", "| agent | mean seconds per move | median |", "|---|---:|---:|"]
+    for label, rows in result["moves"].items():
+        secs = [r["seconds"] for r in rows]
+        lines.append(f"| {label} | {statistics.fmean(secs):.2f} | "
+                     f"{statistics.median(secs):.2f} |")
+    lines += ["", "Early positions cost the most: a roll-out plays the rest of the game "
+              "(up to 48 plays and 40 chance deals) through the Python game and pybind11.", ""]
+    write_text_atomic(path, "\n".join(lines))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--simulations", type=int_list, default=[100, 1000])
+    parser.add_argument("--positions", type=int_list, default=[0, 16, 32, 44])
+    parser.add_argument("--seconds", type=float, default=1.0)
+    parser.add_argument("--playout-seconds", type=float, default=10.0)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--out", type=Path, default=ROOT / "docs/benchmarks/pasur_ismcts.md")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    import open_spiel
+
+    result: dict[str, Any] = {"machine": machine_info(), "seed": args.seed,
+                              "open_spiel": getattr(open_spiel, "__version__", "2.x"),
+                              "load_start": load_average()}
+    result["openspiel_playouts"] = openspiel_playouts(args.playout_seconds, args.seed)
+    result["engine_playouts"] = engine_playouts(args.playout_seconds, args.seed)
+    positions = [position_at(i, args.seed + i) for i in args.positions]
+    moves: dict[str, list[dict[str, Any]]] = {}
+    for count in args.simulations:
+        moves[f"ismcts, {count} simulations"] = time_moves(
+            ISMCTSAgent(simulations=count), positions, args.seed)
+    moves[f"ismcts-time, {args.seconds:g} s"] = time_moves(
+        ISMCTSAgent(seconds_per_move=args.seconds, name="ismcts-time"), positions, args.seed)
+    result["moves"] = moves
+    result["load_end"] = load_average()
+    write_markdown(args.out, result)
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
