@@ -122,6 +122,7 @@ _TRANSIENT_BYTES_PER_EDGE = 8 * 22
 # the int32 value.
 _BACKWARD_BYTES_PER_EDGE = 8 + 8 + 4 + 4
 _CHUNK_CELLS = 1 << 21  # (pool, candidate set) cells of the capture test per row chunk
+_FREE_CHECK_BYTES = 64 << 20  # estimates below this are not checked against free memory
 _RAGGED_CELLS = 1 << 16  # several starts: above this many cells, one dense test per start
 
 
@@ -267,7 +268,7 @@ def _np_points(mask: np.ndarray) -> np.ndarray:
 def _exclusive_cumsum(counts: np.ndarray) -> np.ndarray:
     """``[0, c0, c0+c1, ...]``: int64 [len(counts) + 1]."""
     out = np.zeros(counts.size + 1, dtype=np.int64)
-    np.cumsum(counts, out=out[1:])
+    np.add.accumulate(counts, out=out[1:])
     return out
 
 
@@ -306,7 +307,7 @@ def _unique_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     new[0] = True
     np.not_equal(sorted_values[1:], sorted_values[:-1], out=new[1:])
     inverse = np.empty(n, dtype=np.int64)
-    inverse[order] = np.cumsum(new) - 1
+    inverse[order] = np.add.accumulate(new.view(np.int8), dtype=np.int64) - 1
     return sorted_values[new], inverse
 
 
@@ -332,6 +333,7 @@ def _candidates_by_card() -> tuple[np.ndarray, np.ndarray]:
 _MASK_OF_NP = np.array(_MASK_OF, dtype=np.int64)  # [5, 6]
 _RANK_OF_NP = np.array(_RANK_OF, dtype=np.int64)  # [16]
 _CHOOSE4 = (1, 4, 6, 4, 1)
+_SUBSET_SLOTS = (np.arange(16)[:, None] >> np.arange(4)) & 1  # [16, 4]: slot j in mask m
 
 
 # --------------------------------------------------------------------------- level storage
@@ -385,14 +387,23 @@ class _Level:
 
 
 class _MemoryGuard:
-    """Refuses, before allocating, any level whose estimated memory exceeds the limit."""
+    """Refuses, before allocating, any level whose estimated memory exceeds the limit.
 
-    def __init__(self, limit_bytes: int) -> None:
-        self.limit = int(limit_bytes)
+    ``limit_bytes=None``: the memory available on the machine, read (a system call of about
+    a millisecond) only once an estimate passes ``_FREE_CHECK_BYTES``, so that small solves
+    do not pay for it.
+    """
+
+    def __init__(self, limit_bytes: int | None) -> None:
+        self.limit = None if limit_bytes is None else int(limit_bytes)
         self.stored = 0
 
     def check(self, level: int, extra_bytes: int, what: str) -> None:
         estimate = self.stored + int(extra_bytes)
+        if self.limit is None:
+            if estimate <= _FREE_CHECK_BYTES:
+                return
+            self.limit = available_memory_bytes()
         if estimate > self.limit:
             raise MemoryLimitError(
                 f"solving needs about {format_bytes(estimate)} at play {level + 1} ({what}), "
@@ -433,10 +444,11 @@ class _BatchTables:
             cards_rp: list[np.ndarray] = []
             abs_rp: list[np.ndarray] = []
             for p in (0, 1):
-                hands = [rules.round_hands(deal, r)[p] for deal in self.deals]
-                cards_rp.append(np.array(hands, dtype=np.int64).reshape(-1))
-                abs_rp.append(np.array([sum(1 << hand[j] for j in range(4) if (m >> j) & 1)
-                                        for hand in hands for m in range(16)], dtype=np.int64))
+                hands = np.array([rules.round_hands(deal, r)[p] for deal in self.deals],
+                                 dtype=np.int64)  # [K, 4]
+                cards_rp.append(hands.reshape(-1))
+                abs_rp.append((np.left_shift(1, hands)[:, None, :] * _SUBSET_SLOTS).sum(-1)
+                              .reshape(-1))
             self.hand_cards.append(cards_rp)
             self.abs_hand.append(abs_rp)
         self._dealt_clubs: dict[int, np.ndarray] = {}
@@ -518,7 +530,7 @@ def _distinct_pools(pool_full: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     new[:1] = True
     np.not_equal(pool_full[1:], pool_full[:-1], out=new[1:])
     first = np.flatnonzero(new)
-    pool_id = np.cumsum(new, dtype=np.int64) - 1
+    pool_id = np.add.accumulate(new.view(np.int8), dtype=np.int64) - 1
     return first, pool_id
 
 
@@ -772,10 +784,9 @@ class _LevelGraph:
 
 
 def _check_limit(max_memory: int | None) -> _MemoryGuard:
-    limit = available_memory_bytes() if max_memory is None else int(max_memory)
-    if limit <= 0:
-        raise MemoryLimitError(f"the memory limit must be positive, got {limit} bytes")
-    return _MemoryGuard(limit)
+    if max_memory is not None and int(max_memory) <= 0:
+        raise MemoryLimitError(f"the memory limit must be positive, got {max_memory} bytes")
+    return _MemoryGuard(max_memory)
 
 
 def _build_levels(starts: Sequence[rules.GameState], guard: _MemoryGuard,
