@@ -936,6 +936,17 @@ class ExactSolution:
             raise StateNotSolvedError("the position cannot be reached from the solved start")
         return lv, pos
 
+    def level_values(self, play: int) -> tuple[np.ndarray, np.ndarray]:
+        """The merged states before play ``play`` (from the start's play to 48 = the
+        finished games before the cleanup) as sorted packed keys (int64 [N], see
+        :func:`state_key`) and their points still to come (int32 [N], Alex minus Bob)."""
+        offset = play - self._graph.start_level
+        if offset < 0 or offset >= len(self._graph.levels):
+            raise StateNotSolvedError(f"play {play} is not part of the solution")
+        level = self._graph.levels[offset]
+        assert level.values is not None
+        return level.keys, level.values
+
     def state_value(self, state: rules.GameState) -> int:
         """Final score difference (Alex minus Bob) from ``state`` under optimal play."""
         if state.is_terminal and tuple(state.deal) == self.deal:
