@@ -135,13 +135,13 @@ class StateNotSolvedError(TensorCFRError):
 @lru_cache(maxsize=None)
 def _capture_masks_by_card() -> tuple[tuple[int, ...], ...]:
     """For each numeric card ``c``: bit masks of the sets ``S`` it may capture (``S∪{c}`` sums to 11)."""
-    by_card: list[list[int]] = [[] for _ in range(NUM_NUMERIC)]
+    by_card: list[list[tuple[int, ...]]] = [[] for _ in range(NUM_NUMERIC)]
     for combo in sum11_combos():
-        mask = sum(1 << c for c in combo)
-        for c in combo:
-            by_card[c].append(mask & ~(1 << c))
+        cards = sorted(combo)
+        for c in cards:
+            by_card[c].append(tuple(x for x in cards if x != c))
     # in the order of rules.captures (sorted captured tuples), so edges follow legal_actions
-    return tuple(tuple(sorted(m, key=_mask_cards)) for m in by_card)
+    return tuple(tuple(_cards_mask(t) for t in sorted(sets)) for sets in by_card)
 
 
 def _subset_rank_tables() -> tuple[list[int], list[list[int]]]:
