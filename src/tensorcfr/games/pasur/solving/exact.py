@@ -287,7 +287,7 @@ def _unique_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
     Returns:
         ``(unique, inverse)``: the sorted distinct values (int64 [U]) and the position of
-        each value among them (int64 [N]).
+        each value among them ([N], int32 below 2**31 values, else int64).
     """
     n = values.size
     if n == 0:
@@ -298,7 +298,8 @@ def _unique_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         low_bits = 63 - 2 * index_bits
         high_unique, high_inverse = _unique_inverse(values >> low_bits)
         low_mask = (1 << low_bits) - 1
-        pair_unique, inverse = _unique_inverse((high_inverse << low_bits) | (values & low_mask))
+        pair_unique, inverse = _unique_inverse((high_inverse.astype(np.int64) << low_bits)
+                                               | (values & low_mask))
         return (high_unique[pair_unique >> low_bits] << low_bits) | (pair_unique & low_mask), inverse
     packed = np.sort((values << index_bits) | np.arange(n, dtype=np.int64))
     sorted_values = packed >> index_bits
@@ -306,8 +307,8 @@ def _unique_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     new = np.empty(n, dtype=bool)
     new[0] = True
     np.not_equal(sorted_values[1:], sorted_values[:-1], out=new[1:])
-    inverse = np.empty(n, dtype=np.int64)
-    inverse[order] = np.add.accumulate(new.view(np.int8), dtype=np.int64) - 1
+    inverse = np.empty(n, dtype=np.int64 if n >= 1 << 31 else np.int32)
+    inverse[order] = np.add.accumulate(new.view(np.int8), dtype=inverse.dtype) - 1
     return sorted_values[new], inverse
 
 
@@ -334,6 +335,7 @@ _MASK_OF_NP = np.array(_MASK_OF, dtype=np.int64)  # [5, 6]
 _RANK_OF_NP = np.array(_RANK_OF, dtype=np.int64)  # [16]
 _CHOOSE4 = (1, 4, 6, 4, 1)
 _SUBSET_SLOTS = (np.arange(16)[:, None] >> np.arange(4)) & 1  # [16, 4]: slot j in mask m
+_SLOTS_U8 = np.arange(4, dtype=np.uint8)
 
 
 # --------------------------------------------------------------------------- level storage
@@ -698,8 +700,9 @@ def _expand_level(level: int, keys: np.ndarray, tables: _BatchTables, guard: _Me
         play_base[is_capture] |= 1 << last_at
 
     # --- per (state, slot in hand): the plays of its card in its pool
-    in_hand = (rel_mover[:, None] >> np.arange(4)) & 1  # [N, 4]
-    group_plays = (in_hand * plays_per_group.reshape(num_pools, 4)[pool_id]).reshape(-1)
+    in_hand = (rel_mover.astype(np.uint8)[:, None] >> _SLOTS_U8) & 1  # [N, 4]
+    group_plays = (in_hand * plays_per_group.astype(np.int32).reshape(num_pools, 4)[pool_id]
+                   ).reshape(-1)
     group = np.flatnonzero(group_plays)
     group_plays = group_plays[group]
     group_state = group >> 2
@@ -730,8 +733,9 @@ def _expand_level(level: int, keys: np.ndarray, tables: _BatchTables, guard: _Me
                    - _exclusive_cumsum(group_plays)[:-1])
 
     # --- per edge
-    edge_group = np.repeat(np.arange(group.size, dtype=np.int64), group_plays)
-    edge_play = group_play0[edge_group] + np.arange(num_edges, dtype=np.int64)
+    index_type = np.int32 if num_edges < 1 << 31 else np.int64
+    edge_group = np.repeat(np.arange(group.size, dtype=index_type), group_plays)
+    edge_play = group_play0.astype(index_type)[edge_group] + np.arange(num_edges, dtype=index_type)
     child_id = play_base[edge_play] | (group_low[edge_group] & play_keep[edge_play])
     clubs_after = mover_clubs[group_state][edge_group] + play_clubs[edge_play]
     reached = (clubs_after >= rules.CLUBS_FOR_BONUS) & (clubs_after < 64)
