@@ -717,14 +717,14 @@ def _expand_level(level: int, keys: np.ndarray, tables: _BatchTables, guard: _Me
         play_base[is_capture] |= 1 << last_at
 
     # --- per (state, slot in hand): the plays of its card in its pool
-    in_hand = (rel_mover.astype(np.uint8)[:, None] >> _SLOTS_U8) & 1  # [N, 4]
-    group_plays = (in_hand * plays_per_group.astype(np.int32).reshape(num_pools, 4)[pool_id]
-                   ).reshape(-1)
-    group = np.flatnonzero(group_plays)
-    group_plays = group_plays[group]
+    # (every state of the level holds the same number of cards, so each has hand_size groups)
+    hand_size = _hand_sizes(ply)[mover]
+    in_hand = ((rel_mover.astype(np.uint8)[:, None] >> _SLOTS_U8) & 1).view(bool)  # [N, 4]
+    group = np.flatnonzero(in_hand)  # state-major, then slot
     group_state = group >> 2
     group_slot = group & 3
-    edges_per_state = np.bincount(group_state, weights=group_plays, minlength=n).astype(np.int64)
+    group_plays = plays_per_group.astype(np.int32)[pool_id[group_state] * 4 + group_slot]
+    edges_per_state = group_plays.reshape(n, hand_size).sum(axis=1, dtype=np.int64)
     edge_start = _exclusive_cumsum(edges_per_state)
     num_edges = int(edge_start[-1])
     guard.check(level, num_edges * _TRANSIENT_BYTES_PER_EDGE + n * 8 * 16,
