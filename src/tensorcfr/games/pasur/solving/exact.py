@@ -459,17 +459,13 @@ class _BatchTables:
         # abs_hand[r][p]: int64 [K * 16], relative 4-bit hand mask -> 52-bit card mask
         self.hand_cards: list[list[np.ndarray]] = []
         self.abs_hand: list[list[np.ndarray]] = []
+        # [K, round, player, slot]: each hand sorted, as rules.round_hands deals it
+        hands = np.sort(np.array(self.deals, dtype=np.int64)[:, 4:].reshape(
+            self.num, rules.NUM_ROUNDS, 2, 4), axis=-1)
+        abs_masks = (np.left_shift(1, hands)[..., None, :] * _SUBSET_SLOTS).sum(-1)  # [K,6,2,16]
         for r in range(rules.NUM_ROUNDS):
-            cards_rp: list[np.ndarray] = []
-            abs_rp: list[np.ndarray] = []
-            for p in (0, 1):
-                hands = np.array([rules.round_hands(deal, r)[p] for deal in self.deals],
-                                 dtype=np.int64)  # [K, 4]
-                cards_rp.append(hands.reshape(-1))
-                abs_rp.append((np.left_shift(1, hands)[:, None, :] * _SUBSET_SLOTS).sum(-1)
-                              .reshape(-1))
-            self.hand_cards.append(cards_rp)
-            self.abs_hand.append(abs_rp)
+            self.hand_cards.append([hands[:, r, p].reshape(-1) for p in (0, 1)])
+            self.abs_hand.append([abs_masks[:, r, p].reshape(-1) for p in (0, 1)])
         self._dealt_clubs: dict[int, np.ndarray] = {}
 
     def start_key(self, state: rules.GameState, index: int) -> int:
