@@ -353,6 +353,14 @@ _RANK_OF_NP = np.array(_RANK_OF, dtype=np.int64)  # [16]
 _CHOOSE4 = (1, 4, 6, 4, 1)
 _SUBSET_SLOTS = (np.arange(16)[:, None] >> np.arange(4)) & 1  # [16, 4]: slot j in mask m
 _SLOTS_U8 = np.arange(4, dtype=np.uint8)
+# By the mover's club count after a play (64 + n once somebody has 7): the clubs bonus it pays
+# (int32), and the bits it sets in the child's clubs field ([mover], int64: Alex's count or 7;
+# for Bob, 7 if he reaches 7, else nothing: the field holds Alex's count)
+_CLUB_COUNTS = np.arange(128)
+_REACHES_7 = (_CLUB_COUNTS >= rules.CLUBS_FOR_BONUS) & (_CLUB_COUNTS < 64)
+_CLUBS_BONUS_BY_COUNT = (rules.CLUBS_BONUS * _REACHES_7).astype(np.int32)
+_CLUBS_FIELD_BITS = (np.minimum(_CLUB_COUNTS, CLUBS_DONE).astype(np.int64),
+                     np.where(_REACHES_7, CLUBS_DONE, 0).astype(np.int64))
 
 
 # --------------------------------------------------------------------------- level storage
@@ -750,16 +758,14 @@ def _expand_level(level: int, keys: np.ndarray, tables: _BatchTables, guard: _Me
     edge_group = np.repeat(np.arange(group.size, dtype=index_type), group_plays)
     edge_play = group_play0.astype(index_type)[edge_group] + np.arange(num_edges, dtype=index_type)
     child_id = play_base[edge_play] | (group_low[edge_group] & play_keep[edge_play])
+    # the mover's clubs after the play (64 and more: somebody had 7 already) -> the child's
+    # clubs field bits and the clubs bonus, by two small lookup tables
     clubs_after = mover_clubs[group_state][edge_group] + play_clubs[edge_play]
-    reached = (clubs_after >= rules.CLUBS_FOR_BONUS) & (clubs_after < 64)
-    if mover == 0:
-        child_id |= np.minimum(clubs_after, CLUBS_DONE).astype(np.int64) << clubs_at
-    else:
-        child_id |= reached.astype(np.int64) * (CLUBS_DONE << clubs_at)
-    reward = play_points.astype(np.int32)[edge_play] + rules.CLUBS_BONUS * reached.astype(np.int32)
-    if mover == 1:
-        np.negative(reward, out=reward)
-    del edge_group, clubs_after, reached
+    child_id |= _CLUBS_FIELD_BITS[mover][clubs_after] << clubs_at
+    sign = 1 if mover == 0 else -1
+    reward = (sign * play_points).astype(np.int32)[edge_play]
+    reward += (sign * _CLUBS_BONUS_BY_COUNT)[clubs_after]
+    del edge_group, clubs_after
 
     # --- merge the children: ids ascending = keys ascending
     unique_ids, edge_child = _unique_inverse(child_id)
@@ -768,8 +774,9 @@ def _expand_level(level: int, keys: np.ndarray, tables: _BatchTables, guard: _Me
     next_keys = ((child_pools[unique_ids >> low_bits] << POOL_SHIFT)
                  | ((low >> last_at) << LAST_SHIFT) | (((low >> clubs_at) & 7) << CLUBS_SHIFT)
                  | ((hands_c // n_a) << BOB_HAND_SHIFT) | ((hands_c % n_a) << ALEX_HAND_SHIFT))
-    out = _Level(keys=keys, edge_start=edge_start, edge_child=edge_child.astype(np.int32),
-                 edge_reward=reward, edge_play=edge_play.astype(np.int32),
+    out = _Level(keys=keys, edge_start=edge_start,
+                 edge_child=edge_child.astype(np.int32, copy=False),
+                 edge_reward=reward, edge_play=edge_play.astype(np.int32, copy=False),
                  play_card=play_card.astype(np.int8), play_captured=captured)
     return out, next_keys
 
@@ -1085,7 +1092,8 @@ def solve_exact(deal_or_state: Sequence[int] | rules.GameState, device: str | to
     Args:
         deal_or_state: a deal (52 card indices, validated) or a :class:`rules.GameState` to
             solve from (e.g. after some plays).
-        device: torch device for all tensors.
+        device: recorded in the result (the solver runs on the CPU, in numpy; the
+            shared-format graph of :func:`build_state_graph` is moved to a device).
         max_memory: limit in bytes for the solver's estimated memory (stored levels plus the
             working set of the level being expanded); ``None`` = the memory available now.
             Checked before each level is allocated: :class:`MemoryLimitError` if exceeded.
