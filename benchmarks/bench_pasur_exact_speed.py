@@ -135,9 +135,12 @@ def _batch_row(old: Any, states: list[Any], with_old: bool) -> dict[str, Any]:
     many, m_wall, m_cpu = timed(lambda: exact.action_values_many(states))
     singles, s_wall, s_cpu = timed(lambda: [exact.solve_exact(s).action_values(s) for s in states])
     assert many == singles
+    per_pass = min(exact.batch_capacity(states), len(states))
+    if states[0].play_index < exact._EARLY_PLAYS:
+        per_pass = min(per_pass, exact._EARLY_PASS_STARTS)
     row = {"k": len(states), "many_wall_s": m_wall, "many_cpu_s": m_cpu,
            "after_each_wall_s": s_wall, "after_each_cpu_s": s_cpu,
-           "capacity": exact.batch_capacity(states)}
+           "capacity": exact.batch_capacity(states), "per_pass": per_pass}
     if with_old:
         olds, o_wall, o_cpu = timed(lambda: [old.solve_exact(s).action_values(s) for s in states])
         assert olds == many
@@ -199,7 +202,8 @@ def _markdown(info: dict[str, Any], whole: list, mid: list, batches: list, games
         f"{info['load'][1]:.2f} on 2 cores shared with other jobs (wall times are inflated by "
         "the load; CPU times are the steadier measure)",
         f"- before: the solver of commit `{BASELINE_COMMIT}` (torch, loaded from `git show`); "
-        "after: this tree's `solving/exact.py` (numpy). Every value compared: whole-deal values, "
+        f"after: `solving/exact.py` of the tree at commit `{info.get('commit', '?')}` (numpy; "
+        "uncommitted changes, if any, included). Every value compared: whole-deal values, "
         "states per level and principal lines; every action value of every mid-round and "
         "batched state.",
         "- before's `solve_exact` also replays the principal line through the rules (about 5% "
@@ -249,12 +253,14 @@ def _markdown(info: dict[str, Any], whole: list, mid: list, batches: list, games
     lines += [f"## K = {k} determinizations of one position", "",
               "Seconds for all K states: before (old solver, one solve per state), after "
               "(new solver, one solve per state), and `action_values_many` (one pass per "
-              "batch; `capacity` = states one pass can hold, from the free key bits).", "",
-              "| seed | stage (play) | capacity | before, each: wall / CPU | after, each: wall / CPU "
+              "batch; `per pass` = states solved together: at most what the free key bits "
+              "hold, and at most 8 before play 24).", "",
+              "| seed | stage (play) | per pass | before, each: wall / CPU | after, each: wall / CPU "
               "| batched: wall / CPU | batched vs before (CPU) |",
               "|---:|---|---:|---:|---:|---:|---:|"]
     for r in batches:
-        lines.append(f"| {r['seed']} | {r['stage']} ({r['play']}) | {min(r['capacity'], k)} | "
+        per_pass = r.get("per_pass", min(r["capacity"], k, 8 if r["play"] < 24 else k))
+        lines.append(f"| {r['seed']} | {r['stage']} ({r['play']}) | {per_pass} | "
                      f"{r['before_each_wall_s']:.3f} / {r['before_each_cpu_s']:.3f} | "
                      f"{r['after_each_wall_s']:.3f} / {r['after_each_cpu_s']:.3f} | "
                      f"{r['many_wall_s']:.3f} / {r['many_cpu_s']:.3f} | "
@@ -286,7 +292,16 @@ def main() -> None:
     parser.add_argument("--game-seeds", default="1-3")
     parser.add_argument("--k", type=int, default=32)
     parser.add_argument("--out", default=str(ROOT / "docs" / "benchmarks" / "pasur_exact_speed.md"))
+    parser.add_argument("--render", metavar="JSON",
+                        help="only rewrite the markdown from a saved .json of this benchmark")
     args = parser.parse_args()
+    if args.render:
+        from tensorcfr.utils.io import write_text_atomic
+
+        saved = json.loads(Path(args.render).read_text())
+        write_text_atomic(args.out, _markdown(saved["info"], saved["whole"], saved["mid"],
+                                              saved["batches"], saved["games"], args.k))
+        return
 
     import numpy
     import torch
@@ -313,7 +328,10 @@ def main() -> None:
     batches = bench_batches(old, batch_seeds, lines, args.k)
     game_seeds = [s for s in _parse_seeds(args.game_seeds) if s in lines]
     games = bench_games(game_seeds, lines, args.k)
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                            text=True, check=False).stdout.strip()
     info = {"machine": f"{machine['cpu']}, {machine['cores']} cores, {machine['ram_gib']:.1f} GiB RAM",
+            "commit": commit,
             "python": machine["python"], "torch": machine["torch"], "numpy": numpy.__version__,
             "date": machine["date"], "load": (load_start, os.getloadavg()[0]), "threads": 1}
     text = _markdown(info, whole, mid, batches, games, args.k)
