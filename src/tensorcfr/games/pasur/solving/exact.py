@@ -727,7 +727,8 @@ def _expand_level(level: int, keys: np.ndarray, tables: _BatchTables, guard: _Me
     group = np.flatnonzero(in_hand)  # state-major, then slot
     group_state = group >> 2
     group_slot = group & 3
-    group_plays = plays_per_group.astype(np.int32)[pool_id[group_state] * 4 + group_slot]
+    group_pool_slot = pool_id[group_state] * 4 + group_slot
+    group_plays = plays_per_group.astype(np.int32)[group_pool_slot]
     edges_per_state = group_plays.reshape(n, hand_size).sum(axis=1, dtype=np.int64)
     edge_start = _exclusive_cumsum(edges_per_state)
     num_edges = int(edge_start[-1])
@@ -750,8 +751,7 @@ def _expand_level(level: int, keys: np.ndarray, tables: _BatchTables, guard: _Me
         hands = new_rank * n_a + other_rank[group_state]
         state_low = (((keys >> LAST_SHIFT) & 1) << last_at) | (clubs_field << clubs_at)
     group_low = hands | state_low[group_state]
-    group_play0 = (play_first[:-1][pool_id[group_state] * 4 + group_slot]
-                   - _exclusive_cumsum(group_plays)[:-1])
+    group_play0 = play_first[:-1][group_pool_slot] - _exclusive_cumsum(group_plays)[:-1]
 
     # --- per edge
     index_type = np.int32 if num_edges < 1 << 31 else np.int64
