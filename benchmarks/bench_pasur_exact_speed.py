@@ -310,6 +310,8 @@ def main() -> None:
     from tensorcfr.utils.machine import machine_info
 
     torch.set_num_threads(1)
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                            text=True, check=False).stdout.strip()
     machine = machine_info()
     load_start = os.getloadavg()[0]
     old = load_baseline()
@@ -328,8 +330,6 @@ def main() -> None:
     batches = bench_batches(old, batch_seeds, lines, args.k)
     game_seeds = [s for s in _parse_seeds(args.game_seeds) if s in lines]
     games = bench_games(game_seeds, lines, args.k)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                            text=True, check=False).stdout.strip()
     info = {"machine": f"{machine['cpu']}, {machine['cores']} cores, {machine['ram_gib']:.1f} GiB RAM",
             "commit": commit,
             "python": machine["python"], "torch": machine["torch"], "numpy": numpy.__version__,
