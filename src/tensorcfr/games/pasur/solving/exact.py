@@ -69,6 +69,7 @@ Nothing here knows about observations or agents: a determinized state is a full 
 
 from __future__ import annotations
 
+import gc
 import time
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -153,12 +154,20 @@ class StateNotSolvedError(TensorCFRError):
 def _capture_masks_by_card() -> tuple[tuple[int, ...], ...]:
     """For each numeric card ``c``: bit masks of the sets ``S`` it may capture (``S∪{c}`` sums to 11)."""
     by_card: list[list[tuple[int, ...]]] = [[] for _ in range(NUM_NUMERIC)]
-    for combo in sum11_combos():
-        cards = sorted(combo)
-        for c in cards:
-            by_card[c].append(tuple(x for x in cards if x != c))
-    # in the order of rules.captures (sorted captured tuples), so edges follow legal_actions
-    return tuple(tuple(_cards_mask(t) for t in sorted(sets)) for sets in by_card)
+    # twelve thousand small tuples would trigger full garbage collections of the (large,
+    # torch-filled) heap, which cost far more than building them: collection waits
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for combo in sum11_combos():
+            cards = tuple(sorted(combo))
+            for i, c in enumerate(cards):
+                by_card[c].append(cards[:i] + cards[i + 1:])
+        # in the order of rules.captures (sorted captured tuples), so edges follow legal_actions
+        return tuple(tuple(_cards_mask(t) for t in sorted(sets)) for sets in by_card)
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _subset_rank_tables() -> tuple[list[int], list[list[int]]]:
