@@ -129,11 +129,11 @@ JACKS_MASK = sum(1 << c for c in JACKS)
 NUMERIC_OR_JACK_MASK = NUMERIC_MASK | JACKS_MASK
 ONE_POINT_MASK = sum(1 << c for c in ACES) | JACKS_MASK  # each Ace and Jack: 1 point
 
-# Transient bytes per edge while a level is expanded (live int64 temporaries, the sort of the
-# child keys in torch.unique and its inverse, allocator slack), calibrated on the largest
-# benchmark deal (seed 13: estimate 526 MiB, measured RSS growth 501 MiB). The data kept
+# Transient bytes per edge while a level is expanded (live int64 / int32 temporaries, the
+# packed sort of the child ids and its inverse, allocator slack), calibrated on the largest
+# benchmark deal (seed 13: estimate 371 MiB, measured peak RSS growth 366 MiB). The data kept
 # between the passes is counted exactly (_Level.stored_bytes).
-_TRANSIENT_BYTES_PER_EDGE = 8 * 22
+_TRANSIENT_BYTES_PER_EDGE = 8 * 14
 # Per edge in the backward pass: int64 child and parent indices, int32 Q-value, and per node
 # the int32 value.
 _BACKWARD_BYTES_PER_EDGE = 8 + 8 + 4 + 4
