@@ -127,6 +127,10 @@ def _parse_seeds(text: str) -> list[int]:
 NOTES = """\
 ## Reading the results
 
+- These measurements (and the notes below) are of the torch solver of 2026-11-22; it has
+  since been rewritten in numpy, about 2x faster: see `pasur_exact_speed.md`, which runs the
+  old and the new solver side by side.
+
 - The machine was shared: the 1-minute load average stayed between about 5 and 9 on the 2
   cores during the run (the figures at start and end above are single samples). Wall times
   are therefore inflated, about 2x over the CPU times; the CPU columns are the steadier

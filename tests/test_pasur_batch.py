@@ -212,6 +212,25 @@ def test_analysis(exact_batch, dcfr_batch, tmp_path):
     panel = stored["figure14"]["near-Nash vs near-Nash"]
     assert panel["exact"]["decks"] == 4 and panel["model"]["decks"] == 1
     assert panel["paper"]["decks"] == 1
+    # the paper's Table 16 leaves, at its thresholds, both fair-value conventions
+    from tensorcfr.games.pasur.learning.analysis import PAPER_TABLE16
+
+    leaves = stored["paper_table16"]
+    assert len(leaves) == 2 * len(PAPER_TABLE16)
+    assert "at the paper's thresholds" in md and "win + tie/2" in md
+    for leaf in leaves:
+        limit = int(leaf["clubs"].split()[-1])
+        at_most = leaf["clubs"].startswith("<=")
+        members = [r for r in rows if r["alex_jacks"] == leaf["jacks"]
+                   and (r["alex_clubs"] <= limit) == at_most]
+        series = {s["name"]: s for s in leaf["series"]}
+        assert series["exact_half_tie"]["decks"] == len(members)
+        if members:
+            values = [r["exact_value"] for r in members]
+            assert series["exact_tie_win"]["mean"] == pytest.approx(
+                sum(v >= 0 for v in values) / len(values))
+            assert series["exact_half_tie"]["mean"] == pytest.approx(
+                sum(1.0 if v > 0 else 0.5 if v == 0 else 0.0 for v in values) / len(values))
 
 
 def test_cli_batch_and_analyze(deck_file, tmp_path):

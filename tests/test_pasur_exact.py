@@ -15,6 +15,8 @@ from tensorcfr.errors import MemoryLimitError
 from tensorcfr.games.pasur.engine import rules
 from tensorcfr.games.pasur.solving.exact import (
     StateNotSolvedError,
+    action_values_many,
+    batch_capacity,
     build_state_graph,
     memoised_minimax,
     solve_exact,
@@ -344,3 +346,59 @@ def test_cli_dcfr_is_delegated(monkeypatch: pytest.MonkeyPatch) -> None:
                  "max_memory", "threads", "device"):
         assert name in kw
 
+
+
+# --------------------------------------------------------------------------- batched solves
+
+def _determinizations(seed: int, play: int, count: int) -> list[rules.GameState]:
+    from tensorcfr.games.pasur.engine.determinize import sample_states
+    from tensorcfr.games.pasur.engine.observation import observe
+
+    state = random_position(seed, play)
+    return sample_states(observe(state, state.player), count, seed)
+
+
+@pytest.mark.parametrize("seed,play", [(2, 27), (4, 35), (7, 38), (9, 30)])
+def test_batched_determinizations_match_one_solve_each(seed: int, play: int) -> None:
+    states = _determinizations(seed, play, 12)
+    assert len({s.deal for s in states}) > 1  # different hidden cards
+    many = action_values_many(states)
+    for state, values in zip(states, many):
+        assert values == solve_exact(state).action_values(state)
+        assert [a for a, _ in values] == rules.legal_actions(state)
+
+
+def test_batched_small_late_states_match_memoised_minimax() -> None:
+    states = _determinizations(11, 42, 6) + [random_position(s, 44 + s % 3) for s in range(5)]
+    many = action_values_many(states)
+    for state, values in zip(states, many):
+        want = []
+        for action in rules.legal_actions(state):
+            want.append((action, memoised_minimax(rules.apply_action(state, action))))
+        assert values == want
+
+
+def test_batches_split_by_play_and_capacity() -> None:
+    early = _determinizations(3, 0, 3)  # nothing captured yet: 2 per pass
+    assert batch_capacity(early) == 2
+    mixed = early + [rules.initial_state(rules.random_deal(5)), random_position(6, 40)]
+    finished = random_position(8, 48)
+    many = action_values_many(mixed + [finished])
+    assert many[-1] == []
+    for state, values in zip(mixed, many):
+        assert values == solve_exact(state).action_values(state)
+
+
+def test_unique_inverse_matches_numpy_on_wide_values() -> None:
+    import numpy as np
+
+    from tensorcfr.games.pasur.solving.exact import _unique_inverse
+
+    rng = np.random.default_rng(5)
+    for n, bits in ((1, 3), (50, 8), (5000, 53), (70000, 62)):
+        half = rng.integers(0, 1 << bits, n // 2 + 1)
+        values = np.concatenate([half, half])[:n]
+        rng.shuffle(values)
+        unique, inverse = _unique_inverse(values)
+        want_unique, want_inverse = np.unique(values, return_inverse=True)
+        assert (unique == want_unique).all() and (inverse == want_inverse).all()

@@ -18,6 +18,13 @@ Outputs, in the ``out`` folder:
   clubs range, its number of decks and the mean target. One table per target: the near-Nash
   fair values, the exact-player fair value and the exact game value in points (which the paper
   could not compute). The trees themselves follow as text.
+  Every mean comes with its standard deviation and deck count. Then the comparison with the
+  paper's Table 16 *at the paper's own thresholds* (:data:`PAPER_TABLE16`): for each of its
+  leaves, our exact play in both fair-value conventions (P(win) + P(tie)/2, and P(win) +
+  P(tie) as the paper's code counts ties) and in points, our DCFR-table and model self-play
+  (the paper's values come from its models' self-play, so these are the like-for-like
+  series), and the paper's own ``MM.csv`` on the decks it covers; leaves with fewer than
+  :data:`SMALL_SAMPLE` decks are marked as too small to conclude.
 * ``analysis.json``: the same numbers (per-series means, leaves, trees, the comparison with
   the paper), machine-readable.
 """
@@ -31,7 +38,8 @@ from typing import Any, Sequence
 
 from tensorcfr.errors import CorruptFileError, TensorCFRError
 
-__all__ = ["SERIES", "TARGETS", "analyze_batches", "load_batches"]
+__all__ = ["PAPER_TABLE16", "SERIES", "SMALL_SAMPLE", "TARGETS", "analyze_batches",
+           "load_batches"]
 
 FIGURE = "figure14.png"
 TABLE_MD = "table16.md"
@@ -50,6 +58,15 @@ SERIES_LABEL = {"exact": "exact solver", "table": "DCFR table", "model": "XGBoos
                 "paper": "paper (its models, ties = wins)"}
 SERIES_STYLE = {"exact": ("tab:blue", "o"), "table": ("tab:orange", "s"),
                 "model": ("tab:green", "^"), "paper": ("tab:red", "x")}
+
+# The paper's Table 16 leaves this project has (quoted in its docs and issues): Alex's Jacks,
+# the paper's clubs threshold, and its fair value on each side (None: not quoted here). The
+# paper's values come from self-play of its per-deck models.
+PAPER_TABLE16: tuple[dict[str, Any], ...] = (
+    {"jacks": 0, "threshold": 7, "at_most": 0.06, "above": None},
+    {"jacks": 4, "threshold": 4, "at_most": 0.66, "above": 0.85},
+)
+SMALL_SAMPLE = 30  # fewer decks than this in a leaf: too few to conclude
 
 # Table 16 targets: column -> (title, unit format)
 TARGETS: dict[str, tuple[str, str]] = {
@@ -217,6 +234,7 @@ def _table16(rows: list[dict[str, Any]], max_depth: int, min_leaf: int
                 x = np.array([[float(r["alex_clubs"])] for r in sel])
                 y = np.array([float(r[column]) for r in sel])
                 entry["mean"] = float(y.mean())
+                entry["std"] = float(y.std(ddof=1)) if len(y) > 1 else 0.0
                 tree = DecisionTreeRegressor(max_depth=max_depth,
                                              min_samples_leaf=min(min_leaf, max(1, len(sel))),
                                              random_state=0).fit(x, y)
@@ -228,6 +246,8 @@ def _table16(rows: list[dict[str, Any]], max_depth: int, min_leaf: int
                                    "clubs_high_inclusive": None if hi == math.inf else hi,
                                    "decks": int(inside.sum()),
                                    "mean": float(y[inside].mean()),
+                                   "std": float(y[inside].std(ddof=1)) if inside.sum() > 1
+                                   else 0.0,
                                    "tree_value": float(tree.tree_.value[node].ravel()[0])})
                 entry["leaves"] = leaves
                 entry["tree"] = export_text(tree, feature_names=["alex_clubs"], decimals=3)
@@ -236,9 +256,99 @@ def _table16(rows: list[dict[str, Any]], max_depth: int, min_leaf: int
     return result
 
 
+def _series_values(rows: list[dict[str, Any]], paper: dict[int, dict[str, float]] | None
+                   ) -> list[tuple[str, str, str, dict[int, float]]]:
+    """(name, player, convention, {deck: value}) of every series set against the paper's
+    Table 16: exact play (fair value in both conventions, and points), the DCFR-table and
+    model self-play (both conventions), and the paper's own MM.csv (ties as wins)."""
+    out: list[tuple[str, str, str, dict[int, float]]] = []
+    exact = {int(r["deck"]): float(r["exact_value"]) for r in rows
+             if r.get("exact_value") is not None}
+    if exact:
+        out.append(("exact_half_tie", "exact play", "win + tie/2",
+                    {d: 1.0 if v > 0 else (0.5 if v == 0 else 0.0) for d, v in exact.items()}))
+        out.append(("exact_tie_win", "exact play", "win + tie",
+                    {d: 1.0 if v >= 0 else 0.0 for d, v in exact.items()}))
+    for player, prefix in (("DCFR table self-play", "table_vs_table"),
+                           ("model self-play", "model_vs_model")):
+        half, full = {}, {}
+        for r in rows:
+            win, tie = r.get(f"{prefix}_alex_win_rate"), r.get(f"{prefix}_tie_rate")
+            if win is None or tie is None:
+                continue
+            half[int(r["deck"])] = float(win) + float(tie) / 2
+            full[int(r["deck"])] = float(win) + float(tie)
+        if half:
+            out.append((f"{prefix}_half_tie", player, "win + tie/2", half))
+            out.append((f"{prefix}_tie_win", player, "win + tie", full))
+    if paper:
+        mm = {d: v["MM_WINS"] / 100.0 for d, v in paper.items() if "MM_WINS" in v}
+        if mm:
+            out.append(("paper_mm", "paper's MM.csv (its models)", "win + tie", mm))
+    if exact:
+        out.append(("exact_points", "exact play", "points (Alex - Bob)", exact))
+    return out
+
+
+def _paper_table16(rows: list[dict[str, Any]], paper: dict[int, dict[str, float]] | None
+                   ) -> list[dict[str, Any]]:
+    """Each leaf of :data:`PAPER_TABLE16` with every series' deck count, mean and std."""
+    import numpy as np
+
+    counts = {int(r["deck"]): (r.get("alex_jacks"), r.get("alex_clubs")) for r in rows}
+    series = _series_values(rows, paper)
+    out = []
+    for split in PAPER_TABLE16:
+        for side, paper_value in (("at_most", split["at_most"]), ("above", split["above"])):
+            def inside(deck: int) -> bool:
+                jacks, clubs = counts.get(deck, (None, None))
+                if jacks is None or clubs is None or int(jacks) != split["jacks"]:
+                    return False
+                return (int(clubs) <= split["threshold"]) == (side == "at_most")
+            leaf = {"jacks": split["jacks"],
+                    "clubs": (f"<= {split['threshold']}" if side == "at_most"
+                              else f"> {split['threshold']}"),
+                    "paper": paper_value, "series": []}
+            for name, player, convention, values in series:
+                y = np.array([v for d, v in values.items() if inside(d)], dtype=float)
+                entry = {"name": name, "player": player, "convention": convention,
+                         "decks": int(y.size)}
+                if y.size:
+                    entry["mean"] = float(y.mean())
+                    entry["std"] = float(y.std(ddof=1)) if y.size > 1 else 0.0
+                leaf["series"].append(entry)
+            out.append(leaf)
+    return out
+
+
+def _paper_t16_markdown(paper_t16: list[dict[str, Any]]) -> list[str]:
+    lines = ["## Against the paper's Table 16, at the paper's thresholds", "",
+             "The paper's leaves quoted in this project (`PAPER_TABLE16`; its other leaves are "
+             "not in the reference data here). The paper's values are fair values of its "
+             "per-deck models' self-play, and its code counts ties as Alex's wins; so the "
+             "like-for-like rows are the model (and DCFR-table) self-play in the `win + tie` "
+             "convention. Exact play is shown in both conventions and in points. "
+             f"(few) = fewer than {SMALL_SAMPLE} decks: too few to conclude.", "",
+             "| Alex's Jacks | Alex's clubs | paper | series | convention | decks | mean | std |",
+             "|---:|---|---:|---|---|---:|---:|---:|"]
+    for leaf in paper_t16:
+        paper = "" if leaf["paper"] is None else f"{leaf['paper']:.2f}"
+        for k, s in enumerate(leaf["series"]):
+            head = f"| {leaf['jacks']} | {leaf['clubs']} | {paper} " if k == 0 else "| | | "
+            if not s["decks"]:
+                lines.append(f"{head}| {s['player']} | {s['convention']} | 0 | | |")
+                continue
+            fmt = "{:+.2f}" if s["name"] == "exact_points" else "{:.2f}"
+            small = " (few)" if s["decks"] < SMALL_SAMPLE else ""
+            lines.append(f"{head}| {s['player']} | {s['convention']} | {s['decks']}{small} | "
+                         f"{fmt.format(s['mean'])} | {s['std']:.2f} |")
+    return lines + [""]
+
+
 def _markdown(rows: list[dict[str, Any]], table16: dict[str, Any], figure: dict[str, Any],
               folders: Sequence[str], max_depth: int, min_leaf: int,
-              paper_cmp: dict[str, Any] | None) -> str:
+              paper_cmp: dict[str, Any] | None,
+              paper_t16: list[dict[str, Any]] | None = None) -> str:
     lines = ["# Pasur: fair value by Alex's Jacks and clubs (Table 16)", "",
              f"From {len(rows)} decks of the batch folder(s) "
              + ", ".join(f"`{f}`" for f in folders)
@@ -246,21 +356,29 @@ def _markdown(rows: list[dict[str, Any]], table16: dict[str, Any], figure: dict[
              f"Decks are grouped by the number of Jacks Alex is dealt (0-4, of his 24 cards); "
              f"in each group a decision tree (scikit-learn `DecisionTreeRegressor`, squared "
              f"error, max depth {max_depth}, at least {min_leaf} decks per leaf) splits on the "
-             f"number of clubs Alex is dealt. Fair value = P(Alex wins) + P(tie)/2.", ""]
+             f"number of clubs Alex is dealt. Fair value = P(Alex wins) + P(tie)/2 in these "
+             f"tables (and in Figure 14); the comparison with the paper's `MM.csv` and its "
+             f"Table 16 also gives P(win) + P(tie), the paper's convention. std = standard "
+             f"deviation over the decks; (few) = fewer than {SMALL_SAMPLE} decks, too few to "
+             f"conclude (a fitted split on so few decks may point either way).", ""]
+    if paper_t16:
+        lines += _paper_t16_markdown(paper_t16)
     for column, block in table16.items():
         fmt = TARGETS[column][1]
         lines += [f"## {block['title']}", "", f"`{column}`, {block['decks']} decks.", "",
-                  "| Alex's Jacks | decks | mean | Alex's clubs | decks in leaf | mean in leaf |",
-                  "|---:|---:|---:|---|---:|---:|"]
+                  "| Alex's Jacks | decks | mean | std | Alex's clubs | decks in leaf "
+                  "| mean in leaf | std in leaf |",
+                  "|---:|---:|---:|---:|---|---:|---:|---:|"]
         for g in block["groups"]:
             if not g["decks"]:
-                lines.append(f"| {g['jacks']} | 0 | | | | |")
+                lines.append(f"| {g['jacks']} | 0 | | | | | | |")
                 continue
             for k, leaf in enumerate(g["leaves"]):
-                head = (f"| {g['jacks']} | {g['decks']} | {fmt.format(g['mean'])} " if k == 0
-                        else "| | | ")
-                lines.append(f"{head}| {leaf['clubs']} | {leaf['decks']} | "
-                             f"{fmt.format(leaf['mean'])} |")
+                head = (f"| {g['jacks']} | {g['decks']} | {fmt.format(g['mean'])} | "
+                        f"{abs(g['std']):.2f} " if k == 0 else "| | | | ")
+                small = " (few)" if leaf["decks"] < SMALL_SAMPLE else ""
+                lines.append(f"{head}| {leaf['clubs']} | {leaf['decks']}{small} | "
+                             f"{fmt.format(leaf['mean'])} | {leaf['std']:.2f} |")
         lines.append("")
     lines += ["## Figure 14 series (means over decks)", "",
               "| panel | player | column | decks | mean fair value |", "|---|---|---|---:|---:|"]
@@ -352,13 +470,14 @@ def analyze_batches(folders: Sequence[str | os.PathLike[str]], out: str | os.Pat
     figure = _figure(rows, out_dir / FIGURE, paper)
     table16 = _table16(rows, max_depth, min_leaf)
     paper_cmp = _paper_comparison(rows, paper) if paper else None
+    paper_t16 = _paper_table16(rows, paper)
     names = [str(f) for f in folders]
-    write_text_atomic(out_dir / TABLE_MD,
-                      _markdown(rows, table16, figure, names, max_depth, min_leaf, paper_cmp))
+    write_text_atomic(out_dir / TABLE_MD, _markdown(rows, table16, figure, names, max_depth,
+                                                    min_leaf, paper_cmp, paper_t16))
     result = {"folders": names, "decks": len(rows),
               "figure14_png": str(out_dir / FIGURE), "table16_md": str(out_dir / TABLE_MD),
               "analysis_json": str(out_dir / RESULT_JSON), "max_depth": max_depth,
               "min_leaf": min_leaf, "figure14": figure, "table16": table16,
-              "paper_comparison": paper_cmp}
+              "paper_comparison": paper_cmp, "paper_table16": paper_t16}
     write_json_atomic(out_dir / RESULT_JSON, result)
     return result

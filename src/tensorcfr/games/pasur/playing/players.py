@@ -145,16 +145,20 @@ class ExactPlayer(_BatchPlayer):
     def action_values(self, batch: DecisionBatch) -> Tensor:
         """Points to come after each play under optimal play, plus the play's own reward
         (Alex minus Bob), LongTensor [E]."""
-        graph = self.solution._graph
-        offset = batch.level + 1 - graph.start_level
-        if offset < 1 or offset >= len(graph.levels):
-            raise TensorCFRError(f"play {batch.level} is not covered by the exact solution")
-        nxt = graph.levels[offset]
-        keys = nxt.keys.to(batch.device)
+        from tensorcfr.games.pasur.solving.exact import StateNotSolvedError
+
+        try:
+            if batch.level < self.solution.start.play_index:
+                raise StateNotSolvedError("before the solved start")
+            level_keys, level_values = self.solution.level_values(batch.level + 1)
+        except StateNotSolvedError:
+            raise TensorCFRError(f"play {batch.level} is not covered by the exact solution") \
+                from None
+        keys = torch.from_numpy(level_keys).to(batch.device)
         pos = torch.searchsorted(keys, batch.child_key).clamp(max=keys.numel() - 1)
         if not bool((keys.index_select(0, pos) == batch.child_key).all()):
             raise TensorCFRError("a position is not reachable in this deal's exact solution")
-        values = nxt.values.to(batch.device).long().index_select(0, pos)
+        values = torch.from_numpy(level_values).to(batch.device).long().index_select(0, pos)
         return batch.edge_reward + values
 
     def edge_probs(self, batch: DecisionBatch) -> Tensor:

@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol, Sequence
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -33,10 +34,9 @@ from tensorcfr.games.pasur.solving.exact import (
     CLUBS_MASK,
     NUM_LEVELS,
     POOL_SHIFT,
-    _DealTables,
+    _BatchTables,
     _expand_level,
     _MemoryGuard,
-    _popcount,
     _terminal_rewards,
     state_key,
 )
@@ -153,17 +153,35 @@ class DecisionBatch:
         return torch.where(total > 0, weights / torch.where(total > 0, total, 1.0), uniform)
 
 
-def _expand(deal: tuple[int, ...], level: int, keys: Tensor, tables: _DealTables,
+def _popcount(x: Tensor) -> Tensor:
+    """Number of set bits of each non-negative int64 (< 2**62), elementwise (SWAR)."""
+    x = x - ((x >> 1) & 0x5555555555555555)
+    x = (x & 0x3333333333333333) + ((x >> 2) & 0x3333333333333333)
+    x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0F
+    x = x + (x >> 8)
+    x = x + (x >> 16)
+    x = x + (x >> 32)
+    return x & 0x7F
+
+
+def _to_device(array: np.ndarray, device: torch.device) -> Tensor:
+    return torch.from_numpy(np.ascontiguousarray(array)).to(device)
+
+
+def _expand(deal: tuple[int, ...], level: int, keys: Tensor, tables: _BatchTables,
             guard: _MemoryGuard) -> tuple[DecisionBatch, Tensor]:
     """Legal plays of positions ``keys`` [N] (packed keys at play ``level``) as a batch
     (without features); also returns, per position, the index of its first edge."""
     device = keys.device
     n = keys.numel()
     unique, inverse = torch.unique(keys, sorted=True, return_inverse=True)
-    expanded, next_keys = _expand_level(level, unique, tables, guard)
-    parent = expanded.edge_parent.long()
-    counts = torch.bincount(parent, minlength=unique.numel())
-    starts = torch.cumsum(counts, 0) - counts
+    expanded, next_keys_np = _expand_level(level, unique.cpu().numpy(), tables, guard)
+    assert expanded.edge_start is not None and expanded.edge_play is not None
+    assert expanded.play_card is not None and expanded.play_captured is not None
+    assert expanded.edge_reward is not None and expanded.edge_child is not None
+    counts = _to_device(np.diff(expanded.edge_start), device)
+    starts = _to_device(expanded.edge_start[:-1], device)
+    next_keys = _to_device(next_keys_np, device)
     per_pos = counts.index_select(0, inverse)
     pos_first = torch.cumsum(per_pos, 0) - per_pos
     total = int(per_pos.sum())
@@ -172,17 +190,22 @@ def _expand(deal: tuple[int, ...], level: int, keys: Tensor, tables: _DealTables
     src = starts.index_select(0, inverse).index_select(0, edge_position) + rank
     batch = DecisionBatch(
         deal=deal, level=level, num_positions=n, edge_position=edge_position, edge_rank=rank,
-        edge_card=expanded.edge_card.long().index_select(0, src),
-        edge_captured=expanded.edge_captured.index_select(0, src),
-        edge_reward=expanded.edge_reward.long().index_select(0, src),
+        edge_card=_to_device(expanded.play_card[expanded.edge_play], device).long()
+        .index_select(0, src),
+        edge_captured=_to_device(expanded.play_captured[expanded.edge_play], device)
+        .index_select(0, src),
+        edge_reward=_to_device(expanded.edge_reward, device).long().index_select(0, src),
         parent_key=keys.index_select(0, edge_position),
-        child_key=next_keys.index_select(0, expanded.edge_child.long().index_select(0, src)),
+        child_key=next_keys.index_select(
+            0, _to_device(expanded.edge_child, device).long().index_select(0, src)),
         num_edges=per_pos)
     return batch, pos_first
 
 
-def _new_tables(deal: tuple[int, ...], device: torch.device) -> tuple[_DealTables, _MemoryGuard]:
-    return _DealTables(deal, device), _MemoryGuard(available_memory_bytes())
+def _new_tables(deal: tuple[int, ...], device: torch.device) -> tuple[_BatchTables, _MemoryGuard]:
+    """The solver's per-deal tables (it expands levels on the CPU, in numpy) and a memory
+    guard against the memory available now."""
+    return _BatchTables([rules.initial_state(deal)]), _MemoryGuard(available_memory_bytes())
 
 
 def decisions_from_states(states: Sequence[rules.GameState], *, with_features: bool = False,
@@ -428,7 +451,7 @@ def play_games(deal: Sequence[int], alex: BatchPolicy, bob: BatchPolicy, num_gam
             tracker.play(level, card, mask)
         if progress is not None:
             progress(level + 1)
-    diffs += _terminal_rewards(keys, tables).long()
+    diffs += _to_device(_terminal_rewards(keys.cpu().numpy(), tables), keys.device).long()
     if dev.type == "cuda":
         torch.cuda.synchronize(dev)
     return SelfPlayResult(deal=deal, diffs=diffs.cpu(), seconds=time.perf_counter() - t0,
