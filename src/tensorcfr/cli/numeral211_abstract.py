@@ -273,7 +273,7 @@ def solve_abstract(*, abstraction: Optional[str], embedding: Optional[str], top_
 
     # three cell-sized arrays per round (instantaneous regrets, weighted strategies, the cell
     # strategy), as the full solver's regrets / average / strategy, plus the class arrays
-    need = int(estimate_solver_bytes(game, dtype) * 1.15)
+    need = int(estimate_solver_bytes(game, dtype, sampling) * 1.15)
     limit = parse_memory(max_memory)
     if need > limit:
         raise MemoryLimitError(f"abstract solving of {config.describe()} needs about "
@@ -311,7 +311,20 @@ def solve_abstract(*, abstraction: Optional[str], embedding: Optional[str], top_
     file_meta = {"method": method, "source": source,
                  "phi_top": top_k if embedding is not None else None, "sampling": mode}
 
+    from tensorcfr.utils.interrupts import deferred_stop, interrupted
+
+    stop_guard = deferred_stop()
+    stop = stop_guard.__enter__()
+
     def checkpoint(points: list[dict[str, Any]], force: bool = False) -> None:
+        if stop.requested:  # between two iterations: the state is whole
+            if save is None:
+                raise interrupted(stop, f"at iteration {solver.iteration:,}; nothing was "
+                                  "saved (give --save FILE to keep the work of a run)")
+            save_abstract_checkpoint(save, solver, config, fingerprint=fingerprint,
+                                     cfr_br=runner, curve=points, **file_meta)
+            raise interrupted(stop, f"checkpoint {save} written at iteration "
+                              f"{solver.iteration:,}; continue with --resume {save}")
         if save is None:
             return
         if force or time.perf_counter() - last_save[0] >= checkpoint_seconds:
@@ -337,38 +350,11 @@ def solve_abstract(*, abstraction: Optional[str], embedding: Optional[str], top_
         return run_abstract(game, solver, iterations, eval_every=every,
                             on_progress=on_progress, curve=curve, on_iteration=checkpoint)
 
-    if not json_out and err_console.is_terminal:
-        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                                   TimeElapsedColumn, TimeRemainingColumn)
-
-        with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(),
-                      TextColumn("{task.fields[expl]}"), TimeElapsedColumn(),
-                      TimeRemainingColumn(), console=err_console, transient=True) as bar:
-            task = bar.add_task("solve", total=iterations, completed=solver.iteration,
-                                expl="")
-
-            def on_progress(t: int, ex: Optional[float]) -> None:
-                bar.update(task, completed=t, expl="" if ex is None else
-                           f"{'floor' if cfr_br else 'expl'} {n211.to_mbg(ex, config):,.1f} "
-                           "mb/g")
-
-            curve = run(on_progress)
-    else:  # no terminal (a log file, CI) or --json: a plain line per evaluation or minute
-        last_line = [time.perf_counter()]
-
-        def on_progress_line(t: int, ex: Optional[float]) -> None:
-            now = time.perf_counter()
-            evaluated = t % every == 0 or t == iterations
-            if not evaluated and now - last_line[0] < 60.0:
-                return
-            last_line[0] = now
-            text = "" if ex is None or not evaluated else (
-                f", {'average floor' if cfr_br else 'exploitability'} "
-                f"{n211.to_mbg(ex, config):,.1f} mb/g")
-            err_console.print(f"{label}: iteration {t:,}/{iterations:,}{text} "
-                              f"({now - started:,.0f} s)", highlight=False, soft_wrap=True)
-
-        curve = run(on_progress_line)
+    try:
+        curve = _run_with_progress(run, label, iterations, solver.iteration, every, started,
+                                   config, cfr_br, json_out)
+    finally:
+        stop_guard.__exit__(None, None, None)
     seconds = time.perf_counter() - started
     checkpoint(curve, force=True)
     ran = solver.iteration - start_iteration
@@ -458,3 +444,47 @@ def register(app: typer.Typer) -> None:
     """Add ``abstract`` and ``embed`` to the ``numeral211`` sub-app."""
     app.command("abstract")(abstract_command)
     app.command("embed")(embed_command)
+
+
+def _run_with_progress(run: Any, label: str, iterations: int, completed: int, every: int,
+                       started: float, config: Any, cfr_br: bool, json_out: bool
+                       ) -> list[dict[str, Any]]:
+    """``run(on_progress)`` with a progress bar on a terminal, else a plain line per
+    evaluation or minute on stderr; returns its curve."""
+    import time
+
+    from tensorcfr.games.numeral211 import solver as n211
+
+    if not json_out and err_console.is_terminal:
+        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                                   TimeElapsedColumn, TimeRemainingColumn)
+
+        with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(),
+                      TextColumn("{task.fields[expl]}"), TimeElapsedColumn(),
+                      TimeRemainingColumn(), console=err_console, transient=True) as bar:
+            task = bar.add_task("solve", total=iterations, completed=completed,
+                                expl="")
+
+            def on_progress(t: int, ex: Optional[float]) -> None:
+                bar.update(task, completed=t, expl="" if ex is None else
+                           f"{'floor' if cfr_br else 'expl'} {n211.to_mbg(ex, config):,.1f} "
+                           "mb/g")
+
+            curve = run(on_progress)
+    else:  # no terminal (a log file, CI) or --json: a plain line per evaluation or minute
+        last_line = [time.perf_counter()]
+
+        def on_progress_line(t: int, ex: Optional[float]) -> None:
+            now = time.perf_counter()
+            evaluated = t % every == 0 or t == iterations
+            if not evaluated and now - last_line[0] < 60.0:
+                return
+            last_line[0] = now
+            text = "" if ex is None or not evaluated else (
+                f", {'average floor' if cfr_br else 'exploitability'} "
+                f"{n211.to_mbg(ex, config):,.1f} mb/g")
+            err_console.print(f"{label}: iteration {t:,}/{iterations:,}{text} "
+                              f"({now - started:,.0f} s)", highlight=False, soft_wrap=True)
+
+        curve = run(on_progress_line)
+    return curve
