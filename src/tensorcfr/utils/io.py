@@ -26,9 +26,12 @@ def write_error(path: str | os.PathLike[str], exc: OSError) -> Exception:
     when its errno is not one of :data:`WRITE_ERRNOS` (a bug, shown as such)."""
     from tensorcfr.errors import OutputWriteError
 
-    if exc.errno not in WRITE_ERRNOS:
+    if exc.errno is None:  # pyarrow and other C++ writers raise OSError without an errno
+        reason = " ".join(str(exc).split())[:200] or "write failed"
+    elif exc.errno not in WRITE_ERRNOS:
         return exc
-    reason = (exc.strerror or os.strerror(exc.errno or 0)).lower()
+    else:
+        reason = (exc.strerror or os.strerror(exc.errno)).lower()
     return OutputWriteError(f"cannot write {path}: {reason}; nothing was left half-written")
 
 
