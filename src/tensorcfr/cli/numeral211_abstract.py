@@ -90,13 +90,12 @@ def abstract_command(
     if max_iter < 1:
         raise TensorCFRError(f"--max-iter must be >= 1, got {max_iter}")
     parsed = parse_weights(weights)
-    target = os.path.abspath(out)
-    if os.path.isdir(target):
-        raise TensorCFRError(f"--out {out!r} is a folder; give a file name such as "
-                             f"{os.path.join(out, name + '.npz')}")
-    parent = os.path.dirname(target) or "."
-    if os.path.exists(parent) and not os.access(parent, os.W_OK):
-        raise TensorCFRError(f"--out {out!r}: folder {parent!r} is not writable")
+    from tensorcfr.utils.checks import MAX_SEED, check_int_range
+    from tensorcfr.utils.io import check_output_file
+
+    check_int_range(seed, "--seed", 0, MAX_SEED)
+    check_int_range(max_iter, "--max-iter", 1, 1_000_000)
+    target = os.path.abspath(check_output_file(out, "--out"))
     config = game_config(ranks, suits)
     with _status(f"building the {name} abstraction of {config.describe()}", as_json) as status:
         def progress(text: str) -> None:
@@ -156,9 +155,20 @@ def embed_command(
     if threads < 1:
         raise TensorCFRError(f"--threads must be >= 1, got {threads}")
     torch.set_num_threads(threads)
-    target_path = os.path.abspath(out)
-    if os.path.isdir(target_path):
-        raise TensorCFRError(f"--out {out!r} is a folder; give a file name (.npz)")
+    import math
+
+    from tensorcfr.utils.checks import MAX_SEED, check_finite_result, check_int_range
+    from tensorcfr.utils.io import check_output_file
+
+    check_int_range(seed, "--seed", 0, MAX_SEED)
+    check_int_range(epochs, "--epochs", 1, 1_000_000)
+    check_int_range(hidden, "--hidden", 1, 65_536)
+    check_int_range(batch, "--batch", 1, 2**24)
+    if not (lr > 0 and math.isfinite(lr)):
+        raise TensorCFRError(f"--lr must be positive and finite, got {lr}")
+    if not math.isfinite(balance):
+        raise TensorCFRError(f"--balance must be finite, got {balance}")
+    target_path = os.path.abspath(check_output_file(out, "--out"))
     config = game_config(ranks, suits)
     with _status("training HandEbdNet", as_json) as status:
         def progress(r: int, epoch: int, loss: float) -> None:
@@ -169,6 +179,8 @@ def embed_command(
         emb = train_embedding(config, flop, turn, target=target, hidden=hidden, epochs=epochs,
                               batch=batch, lr=lr, seed=seed, balance=balance,
                               progress=progress)
+        for r, phi in emb.phi.items():
+            check_finite_result(phi, f"Phi of round {r} (HandEbdNet training)")
         save_embedding(target_path, emb)
     result = {"game": config.to_dict(), "advisors": {"flop": flop, "turn": turn},
               "classes": dict(zip(ROUND_NAMES, emb.meta["classes"])), "target": target,

@@ -90,3 +90,32 @@ def check_finite_result(array: Any, what: str) -> Any:
         raise NonFiniteResultError(f"{what} holds {bad[0]:,} non-finite value(s) (NaN or inf): "
                                    "the run diverged; nothing was written")
     return array
+
+
+def option_differences(saved: dict[str, Any], given: dict[str, Any],
+                       names: dict[str, str] | None = None) -> str:
+    """Name the options in which a run differs from the one that made a saved state, e.g.
+    ``--alpha 2.0 (the saved run used 1.5)``. Nested dicts are compared key by key
+    (``variant.alpha``); a key is shown as ``names[key]`` or as ``--last-part``."""
+    names = names or {}
+
+    def flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for k, v in d.items():
+            if isinstance(v, dict):
+                out.update(flat(v, f"{prefix}{k}."))
+            else:
+                out[f"{prefix}{k}"] = v
+        return out
+
+    mine, theirs = flat(given), flat(saved)
+    parts = []
+    for key in sorted(set(mine) | set(theirs)):
+        if mine.get(key) == theirs.get(key):
+            continue
+        label = names.get(key, "--" + key.rsplit(".", 1)[-1].replace("_", "-"))
+        if isinstance(mine.get(key), (list, tuple)) or len(repr(mine.get(key))) > 40:
+            parts.append(f"{label} (not the saved run's)")
+        else:
+            parts.append(f"{label} {mine.get(key)} (the saved run used {theirs.get(key)})")
+    return ", ".join(parts)

@@ -27,7 +27,7 @@ def write_error(path: str | os.PathLike[str], exc: OSError) -> Exception:
     from tensorcfr.errors import OutputWriteError
 
     if exc.errno is None:  # pyarrow and other C++ writers raise OSError without an errno
-        reason = " ".join(str(exc).split())[:200] or "write failed"
+        reason = " ".join(str(exc.strerror or exc).split())[:200] or "write failed"
     elif exc.errno not in WRITE_ERRNOS:
         return exc
     else:
@@ -65,6 +65,10 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
         os.replace(tmp_path, target)
     except OSError as exc:
         raise write_error(target, exc) from None
+    except RuntimeError as exc:  # torch.save reports a failed write as a RuntimeError
+        if "write" not in str(exc).lower():
+            raise
+        raise write_error(target, OSError(None, " ".join(str(exc).split())[:200])) from None
     finally:
         with contextlib.suppress(OSError):
             if tmp_path.exists():

@@ -423,10 +423,14 @@ def load_checkpoint(path: str | Path, solver: PublicTreeCFR, config: GameConfig)
         raise CorruptFileError(f"checkpoint {str(path)!r} is for another game variant "
                                f"({meta.get('game')})")
     v = solver.variant
-    if (meta.get("algo"), meta.get("alpha"), meta.get("beta"), meta.get("gamma")) != (
-            v.name, v.alpha, v.beta, v.gamma):
+    if meta.get("algo") != v.name:
         raise CorruptFileError(f"checkpoint {str(path)!r} was made with --algo "
                                f"{meta.get('algo')}; resume with the same algorithm")
+    for key in ("alpha", "beta", "gamma"):
+        if meta.get(key) != getattr(v, key):
+            raise CorruptFileError(f"checkpoint {str(path)!r} was made with --{key} "
+                                   f"{meta.get(key)}, not {getattr(v, key)}; resume with "
+                                   f"--{key} {meta.get(key)}")
     sampling = None if solver.sampling is None else solver.sampling.to_dict()
     if meta.get("sampling") != sampling:
         made = meta.get("sampling")

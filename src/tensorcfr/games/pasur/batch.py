@@ -65,8 +65,6 @@ any deal is built; split it into several runs on the same folder."""
 MAX_DECK_FILE_BYTES = 64 * 2**20
 """Largest deck file read (64 MiB, ~400,000 decks): a larger one (or /dev/zero) is refused
 unread."""
-MAX_GAMES = 10_000_000
-"""Most self-play games per matchup or training sample (each is a row of tensors)."""
 MAX_ITERATIONS = 1_000_000
 MAX_MODEL_ROUNDS = 100_000
 
@@ -351,9 +349,13 @@ def _check_identity(out: Path, identity: dict[str, Any]) -> None:
         mine = {k: v for k, v in identity.items() if k != "decks"}
         theirs = {k: v for k, v in old.items() if k != "decks"}
         if mine != theirs:
-            diff = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
-            raise TensorCFRError(f"{out} holds a batch with other options (differs in "
-                                 f"{', '.join(diff)}); use another --out folder")
+            from tensorcfr.utils.checks import option_differences
+
+            diff = option_differences(theirs, mine, {"deck_file": "DECKFILE",
+                                                     "deck_file_sha256": "DECKFILE's content",
+                                                     "format": "the batch format"})
+            raise TensorCFRError(f"{out} holds a batch made with other options: {diff}; "
+                                 "give the same options to continue it, or another --out")
     write_json_atomic(path, identity)
 
 
@@ -371,6 +373,8 @@ def _check_options(options: BatchOptions, first: int, workers: int,
     if options.method not in METHODS:
         raise TensorCFRError(f"--method must be one of {', '.join(METHODS)}, got "
                              f"{options.method!r}")
+    from tensorcfr.games.pasur.playing.selfplay import MAX_GAMES
+
     check_int_range(options.games, "--games", 0, MAX_GAMES)
     check_int_range(options.train_games, "--train-games", 0, MAX_GAMES)
     check_int_range(options.iterations, "--iterations", 1, MAX_ITERATIONS)
