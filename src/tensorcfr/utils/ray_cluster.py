@@ -203,8 +203,6 @@ def connect_ray(address: str | None, num_cpus: int, *,
     ``timeout_s`` and stopped by SIGTERM (and SIGINT when joining a cluster: a local
     start keeps SIGINT ignored so that the processes it spawns ignore a terminal's Ctrl-C,
     which is the driver's to handle)."""
-    import ray
-
     if address is not None:
         check_ray_address(address)
     # Ray starts its workers at niceness +15 by default (``worker_niceness``): on a machine
@@ -216,6 +214,13 @@ def connect_ray(address: str | None, num_cpus: int, *,
         # started by `ray start --head` on a machine with a token expects it.
         os.environ["RAY_AUTH_MODE"] = "token"
         auth = "token"
+        if "ray" in sys.modules:  # Ray's core read its config at import: read it again
+            with contextlib.suppress(Exception):
+                from ray._raylet import Config
+
+                Config.initialize("")
+    import ray
+
     what = f"connecting to the Ray cluster at {address}" if address else "starting Ray"
     watchdog = _Watchdog(what, timeout_s, watch_sigint=address is not None)
     try:

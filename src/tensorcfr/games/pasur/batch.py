@@ -506,11 +506,11 @@ def _run_on_ray(todo: list[tuple[int, tuple[int, ...]]], options: BatchOptions, 
                 stopped: Callable[[Any], Exception]) -> dict[str, Any]:
     """The decks of ``todo`` on Ray workers (a local instance or ``address``); each finished
     row goes to ``finish``. Ray's output on stdout is sent to stderr meanwhile."""
-    import ray
-
     opts = options.as_dict() | {"threads": options.threads}
     with _driver_only_sigint(address is None) as interrupts, stdout_to_stderr():
-        ray_info = connect_ray(address, workers)
+        ray_info = connect_ray(address, workers)  # before `import ray`: it sets Ray's env
+        import ray
+
         interrupts.listen()
         try:
             remote = ray.remote(num_cpus=1, max_retries=0)(_ray_solve)
