@@ -118,7 +118,11 @@ def test_a_full_disk_while_appending_leaves_the_journal_whole(tmp_path, monkeypa
 # ============================================================ 2. hangs: not a Ray cluster, signals
 def test_an_address_that_is_not_a_ray_cluster_is_refused_in_seconds(tmp_path, capsys,
                                                                      monkeypatch) -> None:
-    server = HTTPServer(("127.0.0.1", 0), SimpleHTTPRequestHandler)
+    class Quiet(SimpleHTTPRequestHandler):
+        def log_message(self, *args) -> None:  # the server's log is not the command's
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Quiet)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

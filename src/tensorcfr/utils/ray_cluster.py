@@ -180,13 +180,14 @@ def _quiet_stderr() -> Iterator[None]:
 
 @contextlib.contextmanager
 def stdout_to_stderr() -> Iterator[None]:
-    """Point file descriptor 1 at stderr for the block (what Ray's core and its log
-    forwarding print on stdout lands on stderr); Python's ``sys.stdout`` is flushed first."""
+    """Point file descriptor 1 and ``sys.stdout`` at stderr for the block (what Ray's core
+    and its log forwarding print on stdout lands on stderr)."""
     sys.stdout.flush()
     saved = os.dup(1)
     try:
         os.dup2(2, 1)
-        yield
+        with contextlib.redirect_stdout(sys.stderr):  # Python-level writers too
+            yield
     finally:
         sys.stdout.flush()
         os.dup2(saved, 1)
