@@ -47,6 +47,15 @@ def refused(args: list[str], capsys, monkeypatch) -> str:
     return one_line_error(code, err)
 
 
+def failed_after_progress(args: list[str], capsys, monkeypatch) -> str:
+    """The one ``error:`` line of a command that failed after its progress lines."""
+    code, out, err = run_cli(args, capsys, monkeypatch)
+    assert code == 2 and "Traceback" not in err, err
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and err.rstrip().endswith(errors[0]), err
+    return errors[0]
+
+
 def cli_process(args: list[str], cwd: Path, **kwargs) -> subprocess.Popen:
     """``tensorcfr ARGS`` in a child process (for real signals)."""
     env = dict(os.environ, PYTHONPATH=SRC)
@@ -140,9 +149,10 @@ def test_an_address_that_is_not_a_ray_cluster_is_refused_in_seconds(tmp_path, ca
 
 WATCHDOG = """
 import os, sys, time
-from tensorcfr.utils.ray_cluster import _Watchdog
+from tensorcfr.utils.ray_cluster import _Watchdog, _quiet_stderr
 print("ready", flush=True)
-with _Watchdog("connecting to the Ray cluster at x", float(sys.argv[1]), True).active():
+with _Watchdog("connecting to the Ray cluster at x", float(sys.argv[1]), True).active(), \
+        _quiet_stderr():  # as connect_ray: Ray's start-up noise muted, the line still shown
     time.sleep(60)  # stands for ray.init stuck in Ray's C++ core
 """
 
@@ -265,8 +275,8 @@ def test_a_full_disk_is_one_line_and_leaves_nothing_half_written(tmp_path, capsy
     monkeypatch.setattr(np, "savez", full)
     for option in ("--out", "--save"):
         target = tmp_path / f"n211{option}.npz"
-        line = refused(["numeral211", "solve", *SMALL_N211, "-n", "2", option, str(target)],
-                       capsys, monkeypatch)
+        line = failed_after_progress(["numeral211", "solve", *SMALL_N211, "-n", "2", option,
+                                      str(target)], capsys, monkeypatch)
         assert "no space left on device" in line and not target.exists()
     monkeypatch.undo()
     # pasur batch: the Parquet table (pyarrow raises OSError without an errno) ...

@@ -110,12 +110,11 @@ class _Watchdog:
         self.timeout_s = timeout_s
         self.watch_sigint = watch_sigint
         self.done = threading.Event()
+        self.err_fd = 2  # the user's stderr, kept before Ray's start-up noise is muted
 
-    @staticmethod
-    def _exit(line: str, code: int) -> None:
+    def _exit(self, line: str, code: int) -> None:
         try:
-            sys.stderr.write(line + "\n")
-            sys.stderr.flush()
+            os.write(self.err_fd, (line + "\n").encode("utf-8", "replace"))
         finally:
             os._exit(code)  # the main thread is stuck in Ray's core: nothing else ends it
 
@@ -145,6 +144,8 @@ class _Watchdog:
             return
         reader, writer = socket.socketpair()
         writer.setblocking(False)
+        sys.stderr.flush()
+        self.err_fd = os.dup(2)
         signals = [signal.SIGTERM] + ([signal.SIGINT] if self.watch_sigint else [])
         previous = {s: signal.getsignal(s) for s in signals}
         for s in signals:
@@ -162,6 +163,7 @@ class _Watchdog:
             thread.join(timeout=1.0)
             reader.close()
             writer.close()
+            os.close(self.err_fd)
 
 
 @contextlib.contextmanager

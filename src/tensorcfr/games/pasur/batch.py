@@ -419,7 +419,12 @@ def run_batch(source: str, first: int, last: int, out: str | os.PathLike[str],
     from tensorcfr.utils.io import check_output_dir
 
     _check_options(options, first, workers, address)
-    decks, digest = read_decks(source, first, last)
+    if source == SEEDS_SOURCE:  # deals are drawn lazily, only for the decks still to do
+        decks: list[tuple[int, tuple[int, ...] | None]] = [(i, None)
+                                                            for i in range(first, last + 1)]
+        digest = SEEDS_SOURCE
+    else:
+        decks, digest = read_decks(source, first, last)  # type: ignore[assignment]
     out_dir = check_output_dir(out, "--out")
     if address is not None:
         check_ray_address(address)
@@ -434,7 +439,16 @@ def run_batch(source: str, first: int, last: int, out: str | os.PathLike[str],
                            progress, flush_seconds, on_note or (lambda note: None))
 
 
-def _run_locked(source: str, decks: list[tuple[int, tuple[int, ...]]], digest: str,
+def _deal(deck: int, deal: tuple[int, ...] | None) -> tuple[int, ...]:
+    """The deal of a deck (drawn now for a ``seeds`` deck given as None)."""
+    if deal is not None:
+        return deal
+    from tensorcfr.games.pasur.engine.rules import random_deal
+
+    return random_deal(deck)
+
+
+def _run_locked(source: str, decks: list[tuple[int, tuple[int, ...] | None]], digest: str,
                 out_dir: Path, options: BatchOptions, workers: int, address: str | None,
                 progress: Callable[[int, int, dict[str, Any] | None], None] | None,
                 flush_seconds: float, on_note: Callable[[str], None]) -> dict[str, Any]:
@@ -482,7 +496,8 @@ def _run_locked(source: str, decks: list[tuple[int, tuple[int, ...]]], digest: s
     ray_info: dict[str, Any] = {"mode": "in-process"}
     if workers == 0 and address is None:
         with deferred_stop() as stop:
-            for i, deal in todo:
+            for i, maybe_deal in todo:
+                deal = _deal(i, maybe_deal)
                 finish(solve_deck(i, deal, options, out_text))
                 if stop.requested:
                     raise stopped(stop)
@@ -501,7 +516,8 @@ def _run_locked(source: str, decks: list[tuple[int, tuple[int, ...]]], digest: s
             "notes": notes, **options.as_dict()}
 
 
-def _run_on_ray(todo: list[tuple[int, tuple[int, ...]]], options: BatchOptions, workers: int,
+def _run_on_ray(todo: list[tuple[int, tuple[int, ...] | None]], options: BatchOptions,
+                workers: int,
                 address: str | None, out_text: str, finish: Callable[[dict[str, Any]], None],
                 stopped: Callable[[Any], Exception]) -> dict[str, Any]:
     """The decks of ``todo`` on Ray workers (a local instance or ``address``); each finished
@@ -517,12 +533,13 @@ def _run_on_ray(todo: list[tuple[int, tuple[int, ...]]], options: BatchOptions, 
             window = max(2, 2 * int(ray_info["cpus"] or 1))
             pending: dict[Any, int] = {}
             queue = list(todo)
-            deals = dict(todo)
+            deals: dict[int, tuple[int, ...]] = {}
             while queue or pending:
                 if interrupts.seen:  # finished decks are in the journal and the table
                     raise stopped(interrupts)
                 while queue and len(pending) < window:
-                    i, deal = queue.pop(0)
+                    i, maybe_deal = queue.pop(0)
+                    deal = deals[i] = _deal(i, maybe_deal)
                     pending[remote.remote(i, list(deal), opts, out_text)] = i
                 # a timeout keeps the driver responsive to Ctrl-C (a blocking wait in
                 # Ray's C++ core would hold the signal until a deck finishes)
