@@ -11,6 +11,9 @@
   remedy when authentication still fails. A watchdog thread bounds the whole start-up
   (``timeout_s``) and makes SIGINT / SIGTERM stop it at once, even while Ray's C++ core
   holds the main thread (the signals reach it through ``signal.set_wakeup_fd``).
+* :func:`driver_signals` keeps a terminal's Ctrl-C off the processes a local start spawns
+  and, once the driver listens, turns SIGINT / SIGTERM into a latch the driver checks
+  between two units of work (then it saves what is done and stops).
 * :func:`stdout_to_stderr` sends what Ray's processes print on the driver's stdout (worker
   death warnings...) to stderr, so ``--json`` output stays one JSON object.
 
@@ -30,8 +33,8 @@ from typing import Any, Iterator
 
 from tensorcfr.errors import TensorCFRError
 
-__all__ = ["RAY_CONNECT_TIMEOUT_S", "check_ray_address", "connect_ray", "ray_token_available",
-           "stdout_to_stderr"]
+__all__ = ["RAY_CONNECT_TIMEOUT_S", "SignalLatch", "check_ray_address", "connect_ray",
+           "driver_signals", "ray_token_available", "stdout_to_stderr"]
 
 RAY_CONNECT_TIMEOUT_S = 120.0
 """Longest a start-up or a connection may take before it is given up (seconds)."""
@@ -244,3 +247,57 @@ def connect_ray(address: str | None, num_cpus: int, *,
         raise TensorCFRError(f"cannot start Ray: {text}{hint}") from None
     return {"mode": "ray", "address": address or "local",
             "cpus": float(ray.cluster_resources().get("CPU", 0)), "auth": auth or "default"}
+
+
+class SignalLatch:
+    """Counts SIGINTs and SIGTERMs once :meth:`listen` has been called (see
+    :func:`driver_signals`)."""
+
+    def __init__(self, active: bool) -> None:
+        self.active = active
+        self.count = 0
+        self.signal_name = ""
+
+    @property
+    def seen(self) -> bool:
+        """Whether a SIGINT or SIGTERM arrived since :meth:`listen`."""
+        return self.count > 0
+
+    @property
+    def requested(self) -> bool:
+        """Same as :attr:`seen` (the :class:`~tensorcfr.utils.interrupts.StopRequest` name)."""
+        return self.seen
+
+    def listen(self) -> None:
+        """From now on SIGINT and SIGTERM are only counted (no KeyboardInterrupt inside Ray
+        calls); the driver stops between two units of work."""
+        if self.active:
+            for s in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(s, lambda signum, frame: self._count(signum))
+
+    def _count(self, signum: int) -> None:
+        self.count += 1
+        self.signal_name = signal.Signals(signum).name
+
+
+@contextlib.contextmanager
+def driver_signals(ignore_while_starting: bool = True) -> Iterator[SignalLatch]:
+    """Ctrl-C in a terminal reaches the whole process group. Inside this block (a local
+    instance: ``ignore_while_starting``) SIGINT is ignored until the latch's ``listen()``, so
+    the processes ray.init starts (and the workers they start) inherit it ignored and only
+    the driver sees Ctrl-C; after ``listen()`` the driver only counts SIGINT and SIGTERM and
+    stops between two units of work. The previous handlers come back on exit. Outside the
+    main thread (where handlers cannot be set) nothing changes."""
+    active = threading.current_thread() is threading.main_thread()
+    latch = SignalLatch(active)
+    if not active:
+        yield latch
+        return
+    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    if ignore_while_starting:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield latch
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)

@@ -24,22 +24,20 @@ self-play: the exact players for ``exact``, the DCFR table for ``dcfr``), ``seco
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import hashlib
 import json
 import os
-import signal
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Sequence
 
 from tensorcfr.errors import CorruptFileError, TensorCFRError
 from tensorcfr.utils.checks import MAX_SEED, check_int_range
 from tensorcfr.utils.journal import append_journal, folder_lock, read_journal, repair_journal
-from tensorcfr.utils.ray_cluster import check_ray_address, connect_ray, stdout_to_stderr
+from tensorcfr.utils.ray_cluster import (check_ray_address, connect_ray, driver_signals,
+                                         stdout_to_stderr)
 
 __all__ = [
     "BATCH_FORMAT",
@@ -523,7 +521,7 @@ def _run_on_ray(todo: list[tuple[int, tuple[int, ...] | None]], options: BatchOp
     """The decks of ``todo`` on Ray workers (a local instance or ``address``); each finished
     row goes to ``finish``. Ray's output on stdout is sent to stderr meanwhile."""
     opts = options.as_dict() | {"threads": options.threads}
-    with _driver_only_sigint(address is None) as interrupts, stdout_to_stderr():
+    with driver_signals(address is None) as interrupts, stdout_to_stderr():
         ray_info = connect_ray(address, workers)  # before `import ray`: it sets Ray's env
         import ray
 
@@ -556,57 +554,3 @@ def _run_on_ray(todo: list[tuple[int, tuple[int, ...] | None]], options: BatchOp
         finally:
             ray.shutdown()
     return ray_info
-
-
-class _SigintLatch:
-    """Counts SIGINTs and SIGTERMs once :meth:`listen` has been called (see
-    :func:`_driver_only_sigint`)."""
-
-    def __init__(self, active: bool) -> None:
-        self.active = active
-        self.count = 0
-        self.signal_name = ""
-
-    @property
-    def seen(self) -> bool:
-        """Whether a SIGINT or SIGTERM arrived since :meth:`listen`."""
-        return self.count > 0
-
-    @property
-    def requested(self) -> bool:
-        """Same as :attr:`seen` (the :class:`~tensorcfr.utils.interrupts.StopRequest` name)."""
-        return self.seen
-
-    def listen(self) -> None:
-        """From now on SIGINT and SIGTERM are only counted (no KeyboardInterrupt inside Ray
-        calls); the driver stops between two decks."""
-        if self.active:
-            for s in (signal.SIGINT, signal.SIGTERM):
-                signal.signal(s, lambda signum, frame: self._count(signum))
-
-    def _count(self, signum: int) -> None:
-        self.count += 1
-        self.signal_name = signal.Signals(signum).name
-
-
-@contextlib.contextmanager
-def _driver_only_sigint(ignore_while_starting: bool = True) -> Iterator[_SigintLatch]:
-    """Ctrl-C in a terminal reaches the whole process group. Inside this block (a local
-    instance: ``ignore_while_starting``) SIGINT is ignored until the latch's ``listen()``, so
-    the processes ray.init starts (and the workers they start) inherit it ignored and only
-    the driver sees Ctrl-C; after ``listen()`` the driver only counts SIGINT and SIGTERM and
-    stops between decks. The previous handlers come back on exit. Outside the main thread
-    (where handlers cannot be set) nothing changes."""
-    active = threading.current_thread() is threading.main_thread()
-    latch = _SigintLatch(active)
-    if not active:
-        yield latch
-        return
-    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    if ignore_while_starting:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield latch
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
