@@ -350,12 +350,19 @@ def _read_npz(path: str | Path, what: str, fmt: str) -> tuple[dict[str, Any], An
     return meta, data
 
 
-def _array(data: Any, key: str, what: str, path: str | Path) -> np.ndarray:
+def _array(data: Any, key: str, what: str, path: str | Path, *,
+           allow_inf: bool = False) -> np.ndarray:
+    """Array ``key`` of an opened NPZ, checked for NaN (and for infinity unless
+    ``allow_inf``: a "none yet" marker such as CFR-BR's best value before any evaluation)."""
     try:
         array = np.asarray(data[key])
     except (KeyError, ValueError, OSError, zipfile.BadZipFile, EOFError) as exc:
         raise CorruptFileError(f"{what} {str(path)!r}: cannot read {key} "
                                f"({type(exc).__name__})") from None
+    if allow_inf and array.dtype.kind in "fc":
+        check_finite(np.nan_to_num(array, nan=np.nan, posinf=0.0, neginf=0.0),
+                     f"{what} {str(path)!r}: {key}")
+        return array
     return check_finite(array, f"{what} {str(path)!r}: {key}")
 
 
