@@ -328,15 +328,17 @@ def solve_abstract(*, abstraction: Optional[str], embedding: Optional[str], top_
     stop_guard = deferred_stop()
     stop = stop_guard.__enter__()
 
-    def checkpoint(points: list[dict[str, Any]], force: bool = False) -> None:
+    def after_iteration(points: list[dict[str, Any]]) -> None:
         if stop.requested:  # between two iterations: the state is whole
             if save is None:
                 raise interrupted(stop, f"at iteration {solver.iteration:,}; nothing was "
                                   "saved (give --save FILE to keep the work of a run)")
-            save_abstract_checkpoint(save, solver, config, fingerprint=fingerprint,
-                                     cfr_br=runner, curve=points, **file_meta)
+            checkpoint(points, force=True)
             raise interrupted(stop, f"checkpoint {save} written at iteration "
                               f"{solver.iteration:,}; continue with --resume {save}")
+        checkpoint(points)
+
+    def checkpoint(points: list[dict[str, Any]], force: bool = False) -> None:
         if save is None:
             return
         if force or time.perf_counter() - last_save[0] >= checkpoint_seconds:
@@ -357,10 +359,11 @@ def solve_abstract(*, abstraction: Optional[str], embedding: Optional[str], top_
 
             floor = cfr_br_floor(game, None, iterations, eval_every=every, cfr_br=runner,
                                  curve=curve, on_progress=on_progress,
-                                 on_iteration=checkpoint)
+                                 on_iteration=after_iteration)
             return floor["curve"]
         return run_abstract(game, solver, iterations, eval_every=every,
-                            on_progress=on_progress, curve=curve, on_iteration=checkpoint)
+                            on_progress=on_progress, curve=curve,
+                            on_iteration=after_iteration)
 
     try:
         curve = _run_with_progress(run, label, iterations, solver.iteration, every, started,
