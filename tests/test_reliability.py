@@ -212,6 +212,18 @@ def test_an_interrupt_without_save_still_says_interrupted(tmp_path) -> None:
     assert proc.returncode == 130 and "interrupted" in err and "--save" in err
 
 
+def test_every_interrupted_command_says_so(tmp_path) -> None:
+    # typer turns Ctrl-C into a silent exit code 130; the entry point says "interrupted"
+    proc = cli_process(["pasur", "selfplay", "--seed", "1", "--alex", "exact", "--bob",
+                        "exact", "--games", "1000000"], tmp_path)
+    time.sleep(3)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130
+    assert [line for line in err.splitlines() if line.strip()] == [
+        "interrupted: stopped by SIGINT or SIGTERM"]
+
+
 # ============================================================ 4-7. memory bounds
 def test_unbounded_inputs_are_refused_before_any_allocation(tmp_path, capsys,
                                                             monkeypatch) -> None:

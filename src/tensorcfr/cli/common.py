@@ -39,7 +39,11 @@ def fail(message: str, code: int = 2) -> NoReturn:
     """Print a one-line error to stderr and exit with ``code``."""
     import typer
 
-    print_error(message, "interrupted" if code == 130 else "error")
+    if code == 130:  # an interrupted run: the entry point says so (once)
+        from tensorcfr.errors import InterruptedRun
+
+        raise InterruptedRun(message)
+    print_error(message)
     raise typer.Exit(code)
 
 

@@ -72,6 +72,8 @@ def main() -> None:
     try:
         code = app(standalone_mode=False)
         if isinstance(code, int) and not isinstance(code, bool) and code:
+            if code == 130:  # typer turns a KeyboardInterrupt into Exit(130), silently
+                print_error("stopped by SIGINT or SIGTERM", "interrupted")
             sys.exit(code)
     except no_args_is_help as exc:  # type: ignore[misc]
         exc.show()
