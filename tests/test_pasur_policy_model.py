@@ -105,7 +105,7 @@ def test_selfplay_cli_json(run_dir, tmp_path):
     (["--alex", "nash", "--bob", "random"], "unknown player 'nash'"),
     (["--alex", "model", "--bob", "random"], "needs --model"),
     (["--alex", "model", "--bob", "random", "--model", "/nonexistent"], "not a folder"),
-    (["--alex", "random", "--bob", "random", "--games", "0"], "at least 1"),
+    (["--alex", "random", "--bob", "random", "--games", "0"], "must be between 1 and"),
 ])
 def test_selfplay_cli_errors(args, message):
     res = runner.invoke(app, ["pasur", "selfplay", "--seed", "3", *args, "--json"])

@@ -29,3 +29,15 @@ class MemoryLimitError(TensorCFRError):
 
 class CorruptFileError(TensorCFRError):
     """A saved file (checkpoint, policy, table) that is truncated or of the wrong format."""
+
+
+class OutputWriteError(TensorCFRError):
+    """An output that could not be written (a full disk, no permission); nothing was left
+    half-written."""
+
+
+class InterruptedRun(TensorCFRError):
+    """A run stopped by SIGINT or SIGTERM; the message says what was saved and where
+    (exit code 130, as a shell reports Ctrl-C)."""
+
+    exit_code = 130

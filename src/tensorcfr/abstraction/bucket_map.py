@@ -105,6 +105,11 @@ def load_bucket_map(path: str | os.PathLike[str]) -> BucketMap:
         raise CorruptFileError(f"{os.fspath(path)!r} is not a readable bucket map (NPZ): "
                                f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
                                ) from None
+    from tensorcfr.utils.checks import check_finite
+
+    for name, array in files.items():
+        if array.dtype.kind in "fc":
+            check_finite(array, f"bucket map {os.fspath(path)!r}: {name}")
     try:
         meta = json.loads(str(files.pop("meta")))
         if meta.get("format") != FORMAT_NAME:

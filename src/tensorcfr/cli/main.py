@@ -7,8 +7,8 @@ import sys
 import typer
 
 from tensorcfr import __version__
-from tensorcfr.cli.common import err_console
-from tensorcfr.errors import TensorCFRError
+from tensorcfr.cli.common import install_stop_signals, print_error
+from tensorcfr.errors import InterruptedRun, TensorCFRError
 
 app = typer.Typer(
     name="tensorcfr",
@@ -68,30 +68,27 @@ def main() -> None:
         from click import exceptions as click_exceptions  # type: ignore[no-redef]
     no_args_is_help = getattr(click_exceptions, "NoArgsIsHelpError", ())
 
+    install_stop_signals()
     try:
         code = app(standalone_mode=False)
         if isinstance(code, int) and not isinstance(code, bool) and code:
+            if code == 130:  # typer turns a KeyboardInterrupt into Exit(130), silently
+                print_error("stopped by SIGINT or SIGTERM", "interrupted")
             sys.exit(code)
     except no_args_is_help as exc:  # type: ignore[misc]
         exc.show()
         sys.exit(exc.exit_code)
     except click_exceptions.ClickException as exc:
-        from rich.markup import escape
-
-        err_console.print(f"[bold red]error:[/] {escape(usage_error_line(exc))}",
-                          highlight=False, soft_wrap=True)
+        print_error(usage_error_line(exc))
         sys.exit(exc.exit_code)
-    except typer.Abort:
-        err_console.print("[bold red]aborted[/]")
-        sys.exit(1)
+    except InterruptedRun as exc:
+        print_error(str(exc), "interrupted")
+        sys.exit(exc.exit_code)
     except TensorCFRError as exc:
-        from rich.markup import escape
-
-        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False,
-                          soft_wrap=True)
+        print_error(str(exc))
         sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        err_console.print("[bold red]interrupted[/]")
+    except (KeyboardInterrupt, typer.Abort):  # click turns Ctrl-C into Abort
+        print_error("stopped by SIGINT or SIGTERM", "interrupted")
         sys.exit(130)
 
 

@@ -90,13 +90,12 @@ def abstract_command(
     if max_iter < 1:
         raise TensorCFRError(f"--max-iter must be >= 1, got {max_iter}")
     parsed = parse_weights(weights)
-    target = os.path.abspath(out)
-    if os.path.isdir(target):
-        raise TensorCFRError(f"--out {out!r} is a folder; give a file name such as "
-                             f"{os.path.join(out, name + '.npz')}")
-    parent = os.path.dirname(target) or "."
-    if os.path.exists(parent) and not os.access(parent, os.W_OK):
-        raise TensorCFRError(f"--out {out!r}: folder {parent!r} is not writable")
+    from tensorcfr.utils.checks import MAX_SEED, check_int_range
+    from tensorcfr.utils.io import check_output_file
+
+    check_int_range(seed, "--seed", 0, MAX_SEED)
+    check_int_range(max_iter, "--max-iter", 1, 1_000_000)
+    target = os.path.abspath(check_output_file(out, "--out"))
     config = game_config(ranks, suits)
     with _status(f"building the {name} abstraction of {config.describe()}", as_json) as status:
         def progress(text: str) -> None:
@@ -156,9 +155,20 @@ def embed_command(
     if threads < 1:
         raise TensorCFRError(f"--threads must be >= 1, got {threads}")
     torch.set_num_threads(threads)
-    target_path = os.path.abspath(out)
-    if os.path.isdir(target_path):
-        raise TensorCFRError(f"--out {out!r} is a folder; give a file name (.npz)")
+    import math
+
+    from tensorcfr.utils.checks import MAX_SEED, check_finite_result, check_int_range
+    from tensorcfr.utils.io import check_output_file
+
+    check_int_range(seed, "--seed", 0, MAX_SEED)
+    check_int_range(epochs, "--epochs", 1, 1_000_000)
+    check_int_range(hidden, "--hidden", 1, 65_536)
+    check_int_range(batch, "--batch", 1, 2**24)
+    if not (lr > 0 and math.isfinite(lr)):
+        raise TensorCFRError(f"--lr must be positive and finite, got {lr}")
+    if not math.isfinite(balance):
+        raise TensorCFRError(f"--balance must be finite, got {balance}")
+    target_path = os.path.abspath(check_output_file(out, "--out"))
     config = game_config(ranks, suits)
     with _status("training HandEbdNet", as_json) as status:
         def progress(r: int, epoch: int, loss: float) -> None:
@@ -169,6 +179,8 @@ def embed_command(
         emb = train_embedding(config, flop, turn, target=target, hidden=hidden, epochs=epochs,
                               batch=batch, lr=lr, seed=seed, balance=balance,
                               progress=progress)
+        for r, phi in emb.phi.items():
+            check_finite_result(phi, f"Phi of round {r} (HandEbdNet training)")
         save_embedding(target_path, emb)
     result = {"game": config.to_dict(), "advisors": {"flop": flop, "turn": turn},
               "classes": dict(zip(ROUND_NAMES, emb.meta["classes"])), "target": target,
@@ -273,7 +285,7 @@ def solve_abstract(*, abstraction: Optional[str], embedding: Optional[str], top_
 
     # three cell-sized arrays per round (instantaneous regrets, weighted strategies, the cell
     # strategy), as the full solver's regrets / average / strategy, plus the class arrays
-    need = int(estimate_solver_bytes(game, dtype) * 1.15)
+    need = int(estimate_solver_bytes(game, dtype, sampling) * 1.15)
     limit = parse_memory(max_memory)
     if need > limit:
         raise MemoryLimitError(f"abstract solving of {config.describe()} needs about "
@@ -311,6 +323,21 @@ def solve_abstract(*, abstraction: Optional[str], embedding: Optional[str], top_
     file_meta = {"method": method, "source": source,
                  "phi_top": top_k if embedding is not None else None, "sampling": mode}
 
+    from tensorcfr.utils.interrupts import deferred_stop, interrupted
+
+    stop_guard = deferred_stop()
+    stop = stop_guard.__enter__()
+
+    def after_iteration(points: list[dict[str, Any]]) -> None:
+        if stop.requested:  # between two iterations: the state is whole
+            if save is None:
+                raise interrupted(stop, f"at iteration {solver.iteration:,}; nothing was "
+                                  "saved (give --save FILE to keep the work of a run)")
+            checkpoint(points, force=True)
+            raise interrupted(stop, f"checkpoint {save} written at iteration "
+                              f"{solver.iteration:,}; continue with --resume {save}")
+        checkpoint(points)
+
     def checkpoint(points: list[dict[str, Any]], force: bool = False) -> None:
         if save is None:
             return
@@ -332,43 +359,17 @@ def solve_abstract(*, abstraction: Optional[str], embedding: Optional[str], top_
 
             floor = cfr_br_floor(game, None, iterations, eval_every=every, cfr_br=runner,
                                  curve=curve, on_progress=on_progress,
-                                 on_iteration=checkpoint)
+                                 on_iteration=after_iteration)
             return floor["curve"]
         return run_abstract(game, solver, iterations, eval_every=every,
-                            on_progress=on_progress, curve=curve, on_iteration=checkpoint)
+                            on_progress=on_progress, curve=curve,
+                            on_iteration=after_iteration)
 
-    if not json_out and err_console.is_terminal:
-        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                                   TimeElapsedColumn, TimeRemainingColumn)
-
-        with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(),
-                      TextColumn("{task.fields[expl]}"), TimeElapsedColumn(),
-                      TimeRemainingColumn(), console=err_console, transient=True) as bar:
-            task = bar.add_task("solve", total=iterations, completed=solver.iteration,
-                                expl="")
-
-            def on_progress(t: int, ex: Optional[float]) -> None:
-                bar.update(task, completed=t, expl="" if ex is None else
-                           f"{'floor' if cfr_br else 'expl'} {n211.to_mbg(ex, config):,.1f} "
-                           "mb/g")
-
-            curve = run(on_progress)
-    else:  # no terminal (a log file, CI) or --json: a plain line per evaluation or minute
-        last_line = [time.perf_counter()]
-
-        def on_progress_line(t: int, ex: Optional[float]) -> None:
-            now = time.perf_counter()
-            evaluated = t % every == 0 or t == iterations
-            if not evaluated and now - last_line[0] < 60.0:
-                return
-            last_line[0] = now
-            text = "" if ex is None or not evaluated else (
-                f", {'average floor' if cfr_br else 'exploitability'} "
-                f"{n211.to_mbg(ex, config):,.1f} mb/g")
-            err_console.print(f"{label}: iteration {t:,}/{iterations:,}{text} "
-                              f"({now - started:,.0f} s)", highlight=False, soft_wrap=True)
-
-        curve = run(on_progress_line)
+    try:
+        curve = _run_with_progress(run, label, iterations, solver.iteration, every, started,
+                                   config, cfr_br, json_out)
+    finally:
+        stop_guard.__exit__(None, None, None)
     seconds = time.perf_counter() - started
     checkpoint(curve, force=True)
     ran = solver.iteration - start_iteration
@@ -458,3 +459,47 @@ def register(app: typer.Typer) -> None:
     """Add ``abstract`` and ``embed`` to the ``numeral211`` sub-app."""
     app.command("abstract")(abstract_command)
     app.command("embed")(embed_command)
+
+
+def _run_with_progress(run: Any, label: str, iterations: int, completed: int, every: int,
+                       started: float, config: Any, cfr_br: bool, json_out: bool
+                       ) -> list[dict[str, Any]]:
+    """``run(on_progress)`` with a progress bar on a terminal, else a plain line per
+    evaluation or minute on stderr; returns its curve."""
+    import time
+
+    from tensorcfr.games.numeral211 import solver as n211
+
+    if not json_out and err_console.is_terminal:
+        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                                   TimeElapsedColumn, TimeRemainingColumn)
+
+        with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(),
+                      TextColumn("{task.fields[expl]}"), TimeElapsedColumn(),
+                      TimeRemainingColumn(), console=err_console, transient=True) as bar:
+            task = bar.add_task("solve", total=iterations, completed=completed,
+                                expl="")
+
+            def on_progress(t: int, ex: Optional[float]) -> None:
+                bar.update(task, completed=t, expl="" if ex is None else
+                           f"{'floor' if cfr_br else 'expl'} {n211.to_mbg(ex, config):,.1f} "
+                           "mb/g")
+
+            curve = run(on_progress)
+    else:  # no terminal (a log file, CI) or --json: a plain line per evaluation or minute
+        last_line = [time.perf_counter()]
+
+        def on_progress_line(t: int, ex: Optional[float]) -> None:
+            now = time.perf_counter()
+            evaluated = t % every == 0 or t == iterations
+            if not evaluated and now - last_line[0] < 60.0:
+                return
+            last_line[0] = now
+            text = "" if ex is None or not evaluated else (
+                f", {'average floor' if cfr_br else 'exploitability'} "
+                f"{n211.to_mbg(ex, config):,.1f} mb/g")
+            err_console.print(f"{label}: iteration {t:,}/{iterations:,}{text} "
+                              f"({now - started:,.0f} s)", highlight=False, soft_wrap=True)
+
+        curve = run(on_progress_line)
+    return curve

@@ -226,8 +226,13 @@ def solve_command(
     exploitability (chips and mb/g per game) of the average strategy."""
     sampling = None
     if sample_boards is not None:
-        if sample_boards < 0:
-            fail(f"--sample-boards must be >= 0, got {sample_boards}")
+        from tensorcfr.utils.checks import MAX_SEED, check_int_range
+
+        try:
+            check_int_range(sample_boards, "--sample-boards", 0, 2**31 - 1)
+            check_int_range(seed, "--seed", 0, MAX_SEED)
+        except TensorCFRError as exc:
+            fail(str(exc), exc.exit_code)
         from tensorcfr.core.public_tree import BoardSampling
 
         sampling = BoardSampling(sample_boards, seed)
@@ -308,9 +313,16 @@ def solve_command(
 
             meta = n211.read_checkpoint_meta(resume)
             try:
-                config = GameConfig.from_dict(meta["game"])
+                saved_config = GameConfig.from_dict(meta["game"])
             except (KeyError, GameConfigError) as exc:
                 raise TensorCFRError(f"checkpoint {resume!r}: bad game ({exc})") from None
+            named = any(v is not None for v in (ranks, suits, ante, bets, max_bets))
+            if named and config.to_dict() != saved_config.to_dict():
+                raise TensorCFRError(
+                    f"checkpoint {resume!r} is of {saved_config.describe()}, not of the "
+                    f"{config.describe()} the game options name; leave the game options out "
+                    "to continue the checkpoint's game, or start without --resume")
+            config = saved_config
             if meta.get("dtype") != dtype:
                 raise TensorCFRError(f"checkpoint {resume!r} holds {meta.get('dtype')} state; "
                                      f"resume with --dtype {meta.get('dtype')}")

@@ -8,7 +8,7 @@ from typing import Any, Optional
 
 import typer
 
-from tensorcfr.cli.common import console, err_console, fail, print_json
+from tensorcfr.cli.common import console, err_console, fail, print_json, warn
 from tensorcfr.errors import TensorCFRError
 
 
@@ -66,14 +66,21 @@ def batch_command(
                 bar.update(task, completed=done, failed=failed["n"])
 
             summary = run_batch(deckfile, first, last, out, options, workers=workers,
-                                address=address, progress=progress)
+                                address=address, progress=progress, on_note=warn)
     except TensorCFRError as exc:
         fail(str(exc), exc.exit_code)
-        return
     summary["threads"] = n_threads
     if json_out:
         print_json(summary)
-        return
+    else:
+        _print_batch(summary, out, workers, n_threads)
+    if summary["failed"]:
+        fail(f"{summary['failed']} of {summary['decks']} decks failed (their error is in the "
+             "table's `error` column); rerun the same command to retry them", 1)
+
+
+def _print_batch(summary: dict[str, Any], out: str, workers: int, n_threads: int) -> None:
+    """The two summary lines of a finished batch."""
     console.print(f"{summary['decks']} decks: {summary['computed']} computed now, "
                   f"{summary['skipped']} already done, {summary['failed']} failed; "
                   f"{summary['seconds']:.1f} s ({summary['mode']}, {workers} worker(s), "

@@ -39,6 +39,19 @@ def _manifest_seed(folder: Optional[str]) -> Optional[int]:
     return seed if isinstance(seed, int) and not isinstance(seed, bool) else None
 
 
+def _load_ais(table_dir: Optional[str], model_dir: Optional[str], threads: int) -> None:
+    """Load the strategy table and the model the AIs would use (CorruptFileError, one line,
+    for a truncated or foreign file)."""
+    if table_dir is not None:
+        from tensorcfr.games.pasur.playing.players import check_run_folder
+
+        check_run_folder(table_dir)
+    if model_dir is not None:
+        from tensorcfr.games.pasur.learning.policy_model import load_policy_model
+
+        load_policy_model(model_dir, threads=threads)
+
+
 def _is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -82,6 +95,7 @@ def serve_command(
         model_dir = _check_folder("--model", model)
         _check_can_listen(host, port)
         n_threads = set_threads(threads)
+        _load_ais(table_dir, model_dir, n_threads)  # refuse a damaged file now, not per game
         import uvicorn
 
         from tensorcfr.play.server import create_app
@@ -172,6 +186,8 @@ def play_command(
             raise TensorCFRError(f"--record {record} is a folder; give a file name")
         table_dir = _check_folder("--table", table)
         model_dir = _check_folder("--model", model)
+        _load_ais(table_dir if ai == "table" else None, model_dir if ai == "model" else None,
+                  1)
         table_deal = None
         if ai == "table" and table_dir is not None:
             from tensorcfr.play.server import _run_deal

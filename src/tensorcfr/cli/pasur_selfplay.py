@@ -20,6 +20,8 @@ import typer
 
 from tensorcfr.cli.common import console, err_console, fail, print_json
 from tensorcfr.errors import TensorCFRError
+from tensorcfr.utils.checks import MAX_SEED, check_int_range
+from tensorcfr.utils.io import check_output_dir
 
 
 def _check_device(device: str) -> None:
@@ -46,12 +48,14 @@ def run_selfplay(deal: tuple[int, ...], alex: str, bob: str, games: int, *, samp
         if name not in PLAYER_NAMES:
             raise TensorCFRError(f"{side}: unknown player {name!r}: choose one of "
                                  f"{', '.join(PLAYER_NAMES)}")
-    if games < 1:
-        raise TensorCFRError(f"--games must be at least 1, got {games}")
-    if num_records < 0:
-        raise TensorCFRError(f"--num-records must be at least 0, got {num_records}")
-    if records is not None and Path(records).exists() and not Path(records).is_dir():
-        raise TensorCFRError(f"--records {records} exists and is not a folder")
+    from tensorcfr.games.pasur.playing.selfplay import MAX_GAMES
+
+    check_int_range(games, "--games", 1, MAX_GAMES, why="all games are played at once as "
+                    "tensors; run several commands with other --sample-seed values for more")
+    check_int_range(sample_seed, "--sample-seed", 0, MAX_SEED)
+    check_int_range(num_records, "--num-records", 0, 100_000)
+    if records is not None:
+        check_output_dir(records, "--records")
     _check_device(device)
     t0 = time.perf_counter()
     made: dict[str, Any] = {}
@@ -196,10 +200,11 @@ def train_command(
         n_threads = set_threads(threads)
         if max_depth < 1:
             raise TensorCFRError(f"--max-depth must be at least 1, got {max_depth}")
-        if not eta > 0:
-            raise TensorCFRError(f"--eta must be positive, got {eta}")
-        if not gamma >= 0:
-            raise TensorCFRError(f"--gamma must be at least 0, got {gamma}")
+        if not 0 < eta < float("inf"):
+            raise TensorCFRError(f"--eta must be positive and finite, got {eta}")
+        if not 0 <= gamma < float("inf"):
+            raise TensorCFRError(f"--gamma must be at least 0 and finite, got {gamma}")
+        check_int_range(max_depth, "--max-depth", 1, 64)
         from tensorcfr.games.pasur.learning.policy_model import train_policy_model
 
         show = not json_out and err_console.is_terminal

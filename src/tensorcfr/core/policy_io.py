@@ -87,6 +87,11 @@ def _read_npz(path: str | Path, expected_format: str) -> tuple[dict[str, np.ndar
     except (OSError, ValueError, zipfile.BadZipFile, EOFError, KeyError) as exc:
         raise CorruptFileError(f"{path}: not a readable NPZ file ({type(exc).__name__}: "
                                f"{str(exc).splitlines()[0] if str(exc) else 'truncated'})") from None
+    from tensorcfr.utils.checks import check_finite
+
+    for name, array in arrays.items():
+        if name != "metadata_json":
+            check_finite(array, f"{path}: array {name!r}")
     raw = arrays.pop("metadata_json", None)
     if raw is None or raw.dtype != np.uint8:
         raise CorruptFileError(f"{path}: missing metadata, not a {expected_format} file")

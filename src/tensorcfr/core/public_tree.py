@@ -144,18 +144,31 @@ def _prefix_counts(rounds: Sequence[RoundTemplate]) -> list[int]:
     return counts
 
 
-def estimate_solver_bytes(game: PublicTreeGame, dtype: torch.dtype) -> int:
+def estimate_solver_bytes(game: PublicTreeGame, dtype: torch.dtype,
+                          sampling: "BoardSampling | int | None" = None) -> int:
     """Estimated peak memory of :class:`PublicTreeCFR` on ``game`` (bytes): regrets, average
     and current strategy per slot, reach vectors of every node of the largest round (both
-    players), values in flight and the game's evaluator workspace."""
+    players), values in flight and the game's evaluator workspace.
+
+    With ``sampling`` (K boards per parent) a sampled pass holds its vectors per *position*
+    (``B_0 * K**r`` in round r, board indices and weights included), which for a large K
+    is far more than the exact pass: the estimate is the larger of the two."""
     size = torch.empty((), dtype=dtype).element_size()
     prefixes = _prefix_counts(game.rounds)
     state = 0
     largest = 0
-    for tmpl, p, b in zip(game.rounds, prefixes, game.num_boards):
+    per_parent = getattr(sampling, "per_parent", sampling)
+    positions = game.num_boards[0]
+    for r, (tmpl, p, b) in enumerate(zip(game.rounds, prefixes, game.num_boards)):
         cell = p * b * game.num_hands
         state += 3 * tmpl.num_slots * cell
         largest = max(largest, (2 * tmpl.num_nodes + 3 * tmpl.num_exits + 8) * cell)
+        if per_parent:  # K >= 1 boards drawn per parent position
+            if r > 0:
+                positions *= int(per_parent)
+            sampled = (2 * tmpl.num_nodes + 3 * tmpl.num_exits + 8) * p * positions \
+                * game.num_hands + positions * (32 // size + 1)
+            largest = max(largest, sampled)
     return int((state + largest) * size + game.workspace_bytes(size) + 64 * 2**20)
 
 
@@ -363,7 +376,7 @@ class PublicTreeCFR:
         self.variant = variant
         self.dtype = dtype
         self.device = torch.device(device)
-        self.estimated_memory_bytes = estimate_solver_bytes(game, dtype)
+        self.estimated_memory_bytes = estimate_solver_bytes(game, dtype, self.sampling)
         if max_memory_bytes is not None and self.estimated_memory_bytes > max_memory_bytes:
             raise MemoryLimitError(
                 f"the solver needs about {self.estimated_memory_bytes / 2**30:.1f} GiB but only "

@@ -1,13 +1,38 @@
-"""Atomic file writes: write to a temporary file in the same folder, then rename."""
+"""Atomic file writes (write to a temporary file in the same folder, then rename), checks of
+output paths before long work, capped reads of small input files, and the one-line message of
+a failed write (a full disk, no permission).
+
+Nothing here knows a game or a command: options are named by the caller (``"--out"``).
+"""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import tempfile
 from pathlib import Path
 from typing import Any, Iterator
+
+WRITE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS,
+                errno.EFBIG, errno.EIO, errno.ENOTDIR, errno.EISDIR)
+"""Errors of a write that are the machine's state, not a bug: reported as one line."""
+
+
+def write_error(path: str | os.PathLike[str], exc: OSError) -> Exception:
+    """The one-line :class:`~tensorcfr.errors.OutputWriteError` for a failed write of
+    ``path`` (e.g. ``cannot write out/x.npz: no space left on device``), or ``exc`` itself
+    when its errno is not one of :data:`WRITE_ERRNOS` (a bug, shown as such)."""
+    from tensorcfr.errors import OutputWriteError
+
+    if exc.errno is None:  # pyarrow and other C++ writers raise OSError without an errno
+        reason = " ".join(str(exc.strerror or exc).split())[:200] or "write failed"
+    elif exc.errno not in WRITE_ERRNOS:
+        return exc
+    else:
+        reason = (exc.strerror or os.strerror(exc.errno)).lower()
+    return OutputWriteError(f"cannot write {path}: {reason}; nothing was left half-written")
 
 
 def _umask() -> int:
@@ -22,19 +47,32 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
 
     A killed or failed write leaves no file at ``path`` (and removes the temporary one),
     so a file that exists is always complete.
+    A write that fails for the machine's state (a full disk, a read-only folder: see
+    :data:`WRITE_ERRNOS`) raises :class:`~tensorcfr.errors.OutputWriteError` (one line).
     """
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp",
+                                   dir=target.parent)
+    except OSError as exc:
+        raise write_error(target, exc) from None
     os.close(fd)
     tmp_path = Path(tmp)
     os.chmod(tmp_path, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual permissions
     try:
         yield tmp_path
         os.replace(tmp_path, target)
+    except OSError as exc:
+        raise write_error(target, exc) from None
+    except RuntimeError as exc:  # torch.save reports a failed write as a RuntimeError
+        if "write" not in str(exc).lower():
+            raise
+        raise write_error(target, OSError(None, " ".join(str(exc).split())[:200])) from None
     finally:
-        if tmp_path.exists():
-            tmp_path.unlink()
+        with contextlib.suppress(OSError):
+            if tmp_path.exists():
+                tmp_path.unlink()
 
 
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:

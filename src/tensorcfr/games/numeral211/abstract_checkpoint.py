@@ -90,7 +90,7 @@ def load_abstract_checkpoint(path: str | Path, solver: AbstractCFR, config: Game
                                    f"{meta.get(key)}; resume with the same --{key}")
     restore_tables(solver, meta, data, path)
     if cfr_br is not None:
-        extra = {k: _array(data, k, "checkpoint", path) for k in data.files
+        extra = {k: _array(data, k, "checkpoint", path, allow_inf=True) for k in data.files
                  if k.startswith("cfrbr_")}
         cfr_br.load_state_arrays(extra)
     return meta

@@ -78,6 +78,8 @@ from tensorcfr.core.public_tree import (PublicExploitability, PublicTreeCFR,
 from tensorcfr.errors import CorruptFileError, TensorCFRError
 from tensorcfr.games.numeral211.config import GameConfig, GameConfigError
 from tensorcfr.games.numeral211.public_game import Numeral211PublicGame
+from tensorcfr.utils.checks import check_finite, check_finite_result
+from tensorcfr.utils.interrupts import StopRequest, deferred_stop, interrupted
 
 __all__ = [
     "Policy", "AbstractPolicy", "BucketMapError", "build_game", "prefix_histories",
@@ -348,19 +350,28 @@ def _read_npz(path: str | Path, what: str, fmt: str) -> tuple[dict[str, Any], An
     return meta, data
 
 
-def _array(data: Any, key: str, what: str, path: str | Path) -> np.ndarray:
+def _array(data: Any, key: str, what: str, path: str | Path, *,
+           allow_inf: bool = False) -> np.ndarray:
+    """Array ``key`` of an opened NPZ, checked for NaN (and for infinity unless
+    ``allow_inf``: a "none yet" marker such as CFR-BR's best value before any evaluation)."""
     try:
-        return np.asarray(data[key])
+        array = np.asarray(data[key])
     except (KeyError, ValueError, OSError, zipfile.BadZipFile, EOFError) as exc:
         raise CorruptFileError(f"{what} {str(path)!r}: cannot read {key} "
                                f"({type(exc).__name__})") from None
+    if allow_inf and array.dtype.kind in "fc":
+        check_finite(np.nan_to_num(array, nan=np.nan, posinf=0.0, neginf=0.0),
+                     f"{what} {str(path)!r}: {key}")
+        return array
+    return check_finite(array, f"{what} {str(path)!r}: {key}")
 
 
 def save_policy(path: str | Path, game: Numeral211PublicGame, policy: Policy,
                 **meta: Any) -> None:
     """Write a suit-symmetric full-game policy to ``path`` (atomic; layout in the module
     docstring).  ``meta`` entries (algo, iterations, exploitability...) go into ``meta``."""
-    arrays = {f"policy_{r}": a for r, a in enumerate(policy_to_classes(game, policy))}
+    arrays = {f"policy_{r}": check_finite_result(a, f"the strategy of round {r}")
+              for r, a in enumerate(policy_to_classes(game, policy))}
     arrays["meta"] = _meta_json({"format": POLICY_FORMAT, "game": game.config.to_dict(),
                                  "layout": "policy_<r>[slot, prefix, isomorphic class]",
                                  **meta})
@@ -419,10 +430,14 @@ def load_checkpoint(path: str | Path, solver: PublicTreeCFR, config: GameConfig)
         raise CorruptFileError(f"checkpoint {str(path)!r} is for another game variant "
                                f"({meta.get('game')})")
     v = solver.variant
-    if (meta.get("algo"), meta.get("alpha"), meta.get("beta"), meta.get("gamma")) != (
-            v.name, v.alpha, v.beta, v.gamma):
+    if meta.get("algo") != v.name:
         raise CorruptFileError(f"checkpoint {str(path)!r} was made with --algo "
                                f"{meta.get('algo')}; resume with the same algorithm")
+    for key in ("alpha", "beta", "gamma"):
+        if meta.get(key) != getattr(v, key):
+            raise CorruptFileError(f"checkpoint {str(path)!r} was made with --{key} "
+                                   f"{meta.get(key)}, not {getattr(v, key)}; resume with "
+                                   f"--{key} {meta.get(key)}")
     sampling = None if solver.sampling is None else solver.sampling.to_dict()
     if meta.get("sampling") != sampling:
         made = meta.get("sampling")
@@ -461,6 +476,17 @@ class SolveProgress:
     curve: list[dict[str, float]] = field(default_factory=list)
 
 
+def _stopped(stop: StopRequest, solver: PublicTreeCFR, game: Numeral211PublicGame,
+             checkpoint: str | Path | None, curve: list[dict[str, float]]) -> Exception:
+    """Write the checkpoint of a stopped run (when there is one); the error to raise."""
+    if checkpoint is None:
+        return interrupted(stop, f"at iteration {solver.iteration:,}; nothing was saved "
+                           "(give --save FILE to keep the work of a run)")
+    save_checkpoint(checkpoint, solver, game.config, curve=curve)
+    return interrupted(stop, f"checkpoint {checkpoint} written at iteration "
+                       f"{solver.iteration:,}; continue with --resume {checkpoint}")
+
+
 def run_solver(game: Numeral211PublicGame, solver: PublicTreeCFR, iterations: int, *,
                eval_every: int = 0, checkpoint: str | Path | None = None,
                checkpoint_every_seconds: float = 600.0,
@@ -487,18 +513,24 @@ def run_solver(game: Numeral211PublicGame, solver: PublicTreeCFR, iterations: in
             curve.append(point)
         progress.exploitability = ex.exploitability
 
-    while solver.iteration < iterations:
-        solver.iterate(1)
-        progress.iteration = solver.iteration
-        if eval_every and (solver.iteration % eval_every == 0 or solver.iteration == iterations):
-            evaluate()
-        progress.seconds = time.perf_counter() - started
-        if checkpoint is not None and (time.perf_counter() - last_save
-                                       >= checkpoint_every_seconds):
-            save_checkpoint(checkpoint, solver, game.config, curve=curve)
-            last_save = time.perf_counter()
-        if on_progress is not None:
-            on_progress(progress)
+    with deferred_stop() as stop:
+        while solver.iteration < iterations:
+            solver.iterate(1)
+            progress.iteration = solver.iteration
+            if stop.requested:
+                raise _stopped(stop, solver, game, checkpoint, curve)
+            if eval_every and (solver.iteration % eval_every == 0
+                               or solver.iteration == iterations):
+                evaluate()
+            progress.seconds = time.perf_counter() - started
+            if checkpoint is not None and (time.perf_counter() - last_save
+                                           >= checkpoint_every_seconds):
+                save_checkpoint(checkpoint, solver, game.config, curve=curve)
+                last_save = time.perf_counter()
+            if on_progress is not None:
+                on_progress(progress)
+            if stop.requested:
+                raise _stopped(stop, solver, game, checkpoint, curve)
     if eval_every and (not curve or curve[-1]["iteration"] != solver.iteration):
         evaluate()
     if checkpoint is not None:

@@ -24,21 +24,20 @@ self-play: the exact players for ``exact``, the DCFR table for ``dcfr``), ``seco
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import hashlib
 import json
 import os
-import signal
-import socket
-import sys
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Sequence
 
 from tensorcfr.errors import CorruptFileError, TensorCFRError
+from tensorcfr.utils.checks import MAX_SEED, check_int_range
+from tensorcfr.utils.journal import append_journal, folder_lock, read_journal, repair_journal
+from tensorcfr.utils.ray_cluster import (check_ray_address, connect_ray, driver_signals,
+                                         stdout_to_stderr)
 
 __all__ = [
     "BATCH_FORMAT",
@@ -58,6 +57,14 @@ JOURNAL = "decks.jsonl"
 TABLE = "decks.parquet"
 SEEDS_SOURCE = "seeds"
 MATCHUP_STATS = ("mean_diff", "min_diff", "max_diff", "alex_win_rate", "tie_rate", "fair_value")
+MAX_DECKS = 100_000
+"""Most decks one run takes (the paper's file has 10,000): a larger range is refused before
+any deal is built; split it into several runs on the same folder."""
+MAX_DECK_FILE_BYTES = 64 * 2**20
+"""Largest deck file read (64 MiB, ~400,000 decks): a larger one (or /dev/zero) is refused
+unread."""
+MAX_ITERATIONS = 1_000_000
+MAX_MODEL_ROUNDS = 100_000
 
 
 @dataclass(frozen=True)
@@ -108,6 +115,10 @@ def parse_deck_range(text: str) -> tuple[int, int]:
             from None
     if a < 0 or b < a:
         raise TensorCFRError(f"--decks {text}: need 0 <= A <= B")
+    if b - a + 1 > MAX_DECKS:
+        raise TensorCFRError(f"--decks {text} asks for {b - a + 1:,} decks; one run takes at "
+                             f"most {MAX_DECKS:,} (split the range into several runs on the "
+                             "same --out folder)")
     return a, b
 
 
@@ -122,11 +133,17 @@ def read_decks(source: str, first: int, last: int) -> tuple[list[tuple[int, tupl
     """
     from tensorcfr.games.pasur.engine.rules import random_deal, validate_deal
 
+    from tensorcfr.utils.io import read_small_file
+
+    if last - first + 1 > MAX_DECKS:
+        raise TensorCFRError(f"decks {first}-{last}: one run takes at most {MAX_DECKS:,} decks")
     if source == SEEDS_SOURCE:
         return [(i, random_deal(i)) for i in range(first, last + 1)], "seeds"
     path = Path(source)
+    if path.is_dir():
+        raise TensorCFRError(f"cannot read deck file {source}: it is a folder")
     try:
-        raw = path.read_bytes()
+        raw = read_small_file(path, "a deck file", MAX_DECK_FILE_BYTES)
         text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
@@ -290,29 +307,8 @@ def solve_deck(deck: int, deal: Sequence[int], options: BatchOptions, out_dir: s
 
 
 def _read_journal(path: Path) -> dict[int, dict[str, Any]]:
-    """Latest row per deck of a journal (an incomplete last line is ignored)."""
-    rows: dict[int, dict[str, Any]] = {}
-    if not path.is_file():
-        return rows
-    with path.open("r", encoding="utf-8") as fh:
-        for line in fh:
-            if not line.endswith("\n"):
-                break  # a write cut short by a kill
-            try:
-                row = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(row, dict) and isinstance(row.get("deck"), int):
-                rows[row["deck"]] = row
-    return rows
-
-
-def _append_journal(path: Path, row: dict[str, Any]) -> None:
-    line = json.dumps(row, separators=(",", ":")) + "\n"
-    with path.open("a", encoding="utf-8") as fh:
-        fh.write(line)
-        fh.flush()
-        os.fsync(fh.fileno())
+    """Latest row per deck of a journal (a torn last line and unreadable lines skipped)."""
+    return read_journal(path, "deck").rows
 
 
 def write_table(out: Path) -> int:
@@ -351,35 +347,17 @@ def _check_identity(out: Path, identity: dict[str, Any]) -> None:
         mine = {k: v for k, v in identity.items() if k != "decks"}
         theirs = {k: v for k, v in old.items() if k != "decks"}
         if mine != theirs:
-            diff = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
-            raise TensorCFRError(f"{out} holds a batch with other options (differs in "
-                                 f"{', '.join(diff)}); use another --out folder")
+            from tensorcfr.utils.checks import option_differences
+
+            diff = option_differences(theirs, mine, {"deck_file": "DECKFILE",
+                                                     "deck_file_sha256": "DECKFILE's content",
+                                                     "format": "the batch format"})
+            raise TensorCFRError(f"{out} holds a batch made with other options: {diff}; "
+                                 "give the same options to continue it, or another --out")
     write_json_atomic(path, identity)
 
 
 # --------------------------------------------------------------------------- Ray
-
-
-def check_ray_address(address: str, timeout: float = 3.0) -> None:
-    """Refuse (one line) a Ray address whose host:port does not accept a connection."""
-    target = address
-    for prefix in ("ray://", "http://", "https://"):
-        if target.startswith(prefix):
-            target = target[len(prefix):]
-    if target == "auto":
-        return
-    host, _, port = target.rpartition(":")
-    try:
-        port_number = int(port)
-    except ValueError:
-        raise TensorCFRError(f"--address {address!r} must be host:port (e.g. 10.0.0.5:6379) "
-                             "or auto") from None
-    try:
-        with socket.create_connection((host or "127.0.0.1", port_number), timeout=timeout):
-            pass
-    except OSError as exc:
-        raise TensorCFRError(f"no Ray cluster answers at --address {address} "
-                             f"({exc.strerror or exc})") from None
 
 
 def _ray_solve(deck: int, deal: list[int], options: dict[str, Any], out_dir: str | None
@@ -387,10 +365,33 @@ def _ray_solve(deck: int, deal: list[int], options: dict[str, Any], out_dir: str
     return solve_deck(deck, deal, BatchOptions(**options), out_dir)
 
 
+def _check_options(options: BatchOptions, first: int, workers: int,
+                   address: str | None) -> None:
+    """Refuse (one line, naming the bound) options a run cannot do."""
+    if options.method not in METHODS:
+        raise TensorCFRError(f"--method must be one of {', '.join(METHODS)}, got "
+                             f"{options.method!r}")
+    from tensorcfr.games.pasur.playing.selfplay import MAX_GAMES
+
+    check_int_range(options.games, "--games", 0, MAX_GAMES)
+    check_int_range(options.train_games, "--train-games", 0, MAX_GAMES)
+    check_int_range(options.iterations, "--iterations", 1, MAX_ITERATIONS)
+    check_int_range(options.model_rounds, "--model-rounds", 1, MAX_MODEL_ROUNDS)
+    check_int_range(options.sample_seed, "--sample-seed", 0, MAX_SEED - MAX_DECKS - first - 16)
+    if address is None:
+        cpus = os.cpu_count() or 1
+        check_int_range(workers, "--workers", 0, cpus,
+                        why=f"a local Ray instance gets at most the {cpus} CPU(s) of this "
+                            "machine; give --address for a cluster")
+    else:
+        check_int_range(workers, "--workers", 0, 100_000)
+
+
 def run_batch(source: str, first: int, last: int, out: str | os.PathLike[str],
               options: BatchOptions, *, workers: int = 1, address: str | None = None,
               progress: Callable[[int, int, dict[str, Any] | None], None] | None = None,
-              flush_seconds: float = 5.0) -> dict[str, Any]:
+              flush_seconds: float = 5.0,
+              on_note: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Run (or resume) a batch; see the module docstring.
 
     Args:
@@ -402,33 +403,67 @@ def run_batch(source: str, first: int, last: int, out: str | os.PathLike[str],
             decks one by one in this process (no Ray).
         address: an existing Ray cluster instead of a local instance.
         progress: ``progress(done, total, row)`` after each deck (``row`` None at the start).
+        on_note: called with a one-line note when the journal had to be repaired.
 
     Returns:
-        Summary: decks asked, done before (skipped), computed now, failed, seconds, table rows.
+        Summary: decks asked, done before (skipped), computed now, failed, seconds, table rows,
+        and ``notes`` (journal repairs).
+
+    Raises:
+        TensorCFRError: bad options or files, a folder in use by another run, a failed write
+            (one line each); InterruptedRun on SIGINT/SIGTERM (the finished decks are in the
+            journal and the table).
     """
-    if options.method not in METHODS:
-        raise TensorCFRError(f"--method must be one of {', '.join(METHODS)}, got "
-                             f"{options.method!r}")
-    for label, value in (("--games", options.games), ("--train-games", options.train_games)):
-        if value < 0:
-            raise TensorCFRError(f"{label} must be at least 0, got {value}")
-    if options.iterations < 1:
-        raise TensorCFRError(f"--iterations must be at least 1, got {options.iterations}")
-    if workers < 0:
-        raise TensorCFRError(f"--workers must be at least 0, got {workers}")
-    decks, digest = read_decks(source, first, last)
+    from tensorcfr.utils.io import check_output_dir
+
+    _check_options(options, first, workers, address)
+    if source == SEEDS_SOURCE:  # deals are drawn lazily, only for the decks still to do
+        decks: list[tuple[int, tuple[int, ...] | None]] = [(i, None)
+                                                            for i in range(first, last + 1)]
+        digest = SEEDS_SOURCE
+    else:
+        decks, digest = read_decks(source, first, last)  # type: ignore[assignment]
+    out_dir = check_output_dir(out, "--out")
     if address is not None:
         check_ray_address(address)
-    out_dir = Path(out)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise TensorCFRError(f"--out {out_dir} exists and is not a folder")
-    out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        from tensorcfr.utils.io import write_error
+
+        raise write_error(out_dir, exc) from None
+    with folder_lock(out_dir, "batch"):
+        return _run_locked(source, decks, digest, out_dir, options, workers, address,
+                           progress, flush_seconds, on_note or (lambda note: None))
+
+
+def _deal(deck: int, deal: tuple[int, ...] | None) -> tuple[int, ...]:
+    """The deal of a deck (drawn now for a ``seeds`` deck given as None)."""
+    if deal is not None:
+        return deal
+    from tensorcfr.games.pasur.engine.rules import random_deal
+
+    return random_deal(deck)
+
+
+def _run_locked(source: str, decks: list[tuple[int, tuple[int, ...] | None]], digest: str,
+                out_dir: Path, options: BatchOptions, workers: int, address: str | None,
+                progress: Callable[[int, int, dict[str, Any] | None], None] | None,
+                flush_seconds: float, on_note: Callable[[str], None]) -> dict[str, Any]:
+    """:func:`run_batch` once the folder is checked and locked."""
+    from tensorcfr.utils.interrupts import deferred_stop, interrupted
+
     identity = {"format": BATCH_FORMAT,
                 "deck_file": source if source == SEEDS_SOURCE else str(Path(source).resolve()),
                 "deck_file_sha256": digest, **options.as_dict()}
     _check_identity(out_dir, identity)
     journal = out_dir / JOURNAL
-    done = _read_journal(journal)
+    contents = read_journal(journal, "deck")
+    notes = contents.notes(journal)
+    for note in notes:
+        on_note(note)
+    repair_journal(journal)  # a new row must start on a line of its own
+    done = contents.rows
     todo = [(i, d) for i, d in decks if done.get(i, {}).get("status") != "ok"]
     skipped = len(decks) - len(todo)
     total = len(decks)
@@ -441,7 +476,7 @@ def run_batch(source: str, first: int, last: int, out: str | os.PathLike[str],
 
     def finish(row: dict[str, Any]) -> None:
         nonlocal count, failed, last_flush
-        _append_journal(journal, row)
+        append_journal(journal, row)
         count += 1
         failed += row.get("status") != "ok"
         if progress is not None:
@@ -450,117 +485,72 @@ def run_batch(source: str, first: int, last: int, out: str | os.PathLike[str],
             write_table(out_dir)
             last_flush = time.perf_counter()
 
+    def stopped(stop: Any) -> Exception:
+        write_table(out_dir)
+        return interrupted(stop, f"{count:,} of {total:,} decks are in {journal} and "
+                           f"{out_dir / TABLE}; rerun the same command to continue")
+
     out_text = str(out_dir)
-    opts = options.as_dict() | {"threads": options.threads}
     ray_info: dict[str, Any] = {"mode": "in-process"}
     if workers == 0 and address is None:
-        for i, deal in todo:
-            finish(solve_deck(i, deal, options, out_text))
+        with deferred_stop() as stop:
+            for i, maybe_deal in todo:
+                deal = _deal(i, maybe_deal)
+                finish(solve_deck(i, deal, options, out_text))
+                if stop.requested:
+                    raise stopped(stop)
     elif todo:
-        import ray
-
-        # Ray starts its workers at niceness +15 by default (``worker_niceness``): on a
-        # machine shared with other work they then get almost no CPU. Keep the driver's.
-        os.environ.setdefault("RAY_worker_niceness", "0")
-        with _driver_only_sigint() as interrupts:
-            with _quiet_ray():
-                try:
-                    if address is not None:
-                        ray.init(address=address, include_dashboard=False,
-                                 log_to_driver=False, logging_level="error")
-                    else:
-                        ray.init(num_cpus=max(1, workers), include_dashboard=False,
-                                 log_to_driver=False, logging_level="error")
-                except Exception as exc:  # noqa: BLE001 - any start-up failure is one line
-                    raise TensorCFRError(
-                        f"cannot start Ray: {str(exc).splitlines()[0][:200]}") from None
-            interrupts.listen()
-            ray_info = {"mode": "ray", "address": address or "local",
-                        "cpus": float(ray.cluster_resources().get("CPU", 0))}
-            try:
-                remote = ray.remote(num_cpus=1, max_retries=0)(_ray_solve)
-                window = max(2, 2 * int(ray_info["cpus"] or 1))
-                pending: dict[Any, int] = {}
-                queue = list(todo)
-                while queue or pending:
-                    if interrupts.seen:  # finished decks are in the journal and the table
-                        write_table(out_dir)
-                        raise KeyboardInterrupt
-                    while queue and len(pending) < window:
-                        i, deal = queue.pop(0)
-                        pending[remote.remote(i, list(deal), opts, out_text)] = i
-                    # a timeout keeps the driver responsive to Ctrl-C (a blocking wait in
-                    # Ray's C++ core would hold the signal until a deck finishes)
-                    ready, _ = ray.wait(list(pending), num_returns=1, timeout=0.5)
-                    for ref in ready:
-                        i = pending.pop(ref)
-                        try:
-                            row = ray.get(ref)
-                        except Exception as exc:  # noqa: BLE001 - a worker died on this deck
-                            row = {"deck": i, "status": "error",
-                                   "error": f"worker failed: {str(exc).splitlines()[0][:200]}",
-                                   "deal": [int(c) for c in dict(todo)[i]]}
-                        finish(row)
-            finally:
-                ray.shutdown()
+        ray_info = _run_on_ray(todo, options, workers, address, out_text, finish, stopped)
     rows = write_table(out_dir)
+    final = _read_journal(journal)
+    missing = [i for i, _ in decks if i not in final]
+    if missing:  # never report success with a deck missing
+        shown = ", ".join(str(i) for i in missing[:10]) + ("..." if len(missing) > 10 else "")
+        raise CorruptFileError(f"{len(missing)} deck(s) have no row in {journal} after the run "
+                               f"({shown}); rerun the same command to compute them")
     return {"out": str(out_dir), "decks": total, "skipped": skipped,
             "computed": len(todo), "failed": failed, "table_rows": rows,
             "seconds": time.perf_counter() - started, "workers": workers, **ray_info,
-            **options.as_dict()}
+            "notes": notes, **options.as_dict()}
 
 
-class _SigintLatch:
-    """Counts SIGINTs once :meth:`listen` has been called (see :func:`_driver_only_sigint`)."""
+def _run_on_ray(todo: list[tuple[int, tuple[int, ...] | None]], options: BatchOptions,
+                workers: int,
+                address: str | None, out_text: str, finish: Callable[[dict[str, Any]], None],
+                stopped: Callable[[Any], Exception]) -> dict[str, Any]:
+    """The decks of ``todo`` on Ray workers (a local instance or ``address``); each finished
+    row goes to ``finish``. Ray's output on stdout is sent to stderr meanwhile."""
+    opts = options.as_dict() | {"threads": options.threads}
+    with driver_signals(address is None) as interrupts, stdout_to_stderr():
+        ray_info = connect_ray(address, workers)  # before `import ray`: it sets Ray's env
+        import ray
 
-    def __init__(self, active: bool) -> None:
-        self.active = active
-        self.count = 0
-
-    @property
-    def seen(self) -> bool:
-        """Whether a SIGINT arrived since :meth:`listen`."""
-        return self.count > 0
-
-    def listen(self) -> None:
-        """From now on a SIGINT is only counted (no KeyboardInterrupt inside Ray calls)."""
-        if self.active:
-            signal.signal(signal.SIGINT, lambda signum, frame: self._count())
-
-    def _count(self) -> None:
-        self.count += 1
-
-
-@contextlib.contextmanager
-def _driver_only_sigint() -> Iterator[_SigintLatch]:
-    """Ctrl-C in a terminal reaches the whole process group. Inside this block SIGINT is
-    ignored until the latch's ``listen()``, so the processes ray.init starts (and the workers
-    they start) inherit it ignored and only the driver sees Ctrl-C; after ``listen()`` the
-    driver only counts it and stops between decks. The previous handler comes back on exit.
-    Outside the main thread (where handlers cannot be set) nothing changes."""
-    active = threading.current_thread() is threading.main_thread()
-    latch = _SigintLatch(active)
-    if not active:
-        yield latch
-        return
-    previous = signal.getsignal(signal.SIGINT)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield latch
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
-@contextlib.contextmanager
-def _quiet_ray() -> Iterable[None]:
-    """Ray prints start-up lines on stderr; keep them off the user's terminal."""
-    devnull = open(os.devnull, "w")
-    old_err = os.dup(2)
-    try:
-        sys.stderr.flush()
-        os.dup2(devnull.fileno(), 2)
-        yield
-    finally:
-        os.dup2(old_err, 2)
-        os.close(old_err)
-        devnull.close()
+        interrupts.listen()
+        try:
+            remote = ray.remote(num_cpus=1, max_retries=0)(_ray_solve)
+            window = max(2, 2 * int(ray_info["cpus"] or 1))
+            pending: dict[Any, int] = {}
+            queue = list(todo)
+            deals: dict[int, tuple[int, ...]] = {}
+            while queue or pending:
+                if interrupts.seen:  # finished decks are in the journal and the table
+                    raise stopped(interrupts)
+                while queue and len(pending) < window:
+                    i, maybe_deal = queue.pop(0)
+                    deal = deals[i] = _deal(i, maybe_deal)
+                    pending[remote.remote(i, list(deal), opts, out_text)] = i
+                # a timeout keeps the driver responsive to Ctrl-C (a blocking wait in
+                # Ray's C++ core would hold the signal until a deck finishes)
+                ready, _ = ray.wait(list(pending), num_returns=1, timeout=0.5)
+                for ref in ready:
+                    i = pending.pop(ref)
+                    try:
+                        row = ray.get(ref)
+                    except Exception as exc:  # noqa: BLE001 - a worker died on this deck
+                        row = {"deck": i, "status": "error",
+                               "error": f"worker failed: {str(exc).splitlines()[0][:200]}",
+                               "deal": [int(c) for c in deals[i]]}
+                    finish(row)
+        finally:
+            ray.shutdown()
+    return ray_info

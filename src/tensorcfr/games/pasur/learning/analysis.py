@@ -453,12 +453,13 @@ def analyze_batches(folders: Sequence[str | os.PathLike[str]], out: str | os.Pat
         JSON-ready summary with the paths written (``figure14_png``, ``table16_md``,
         ``analysis_json``), the deck count, Figure 14 means and the Table 16 leaves.
     """
-    from tensorcfr.utils.io import write_json_atomic, write_text_atomic
+    from tensorcfr.utils.checks import check_int_range
+    from tensorcfr.utils.io import check_output_dir, write_error, write_json_atomic, \
+        write_text_atomic
 
-    if max_depth < 1:
-        raise TensorCFRError(f"--max-depth must be at least 1, got {max_depth}")
-    if min_leaf < 1:
-        raise TensorCFRError(f"--min-leaf must be at least 1, got {min_leaf}")
+    check_int_range(max_depth, "--max-depth", 1, 64)
+    check_int_range(min_leaf, "--min-leaf", 1, 10**9)
+    check_output_dir(out, "--out")
     rows = load_batches(folders)
     if not rows:
         raise TensorCFRError("the batch folders hold no finished decks yet")
@@ -466,7 +467,10 @@ def analyze_batches(folders: Sequence[str | os.PathLike[str]], out: str | os.Pat
     out_dir = Path(out)
     if out_dir.exists() and not out_dir.is_dir():
         raise TensorCFRError(f"--out {out_dir} exists and is not a folder")
-    out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise write_error(out_dir, exc) from None
     figure = _figure(rows, out_dir / FIGURE, paper)
     table16 = _table16(rows, max_depth, min_leaf)
     paper_cmp = _paper_comparison(rows, paper) if paper else None

@@ -239,6 +239,12 @@ def _rmse(pred: np.ndarray, y: np.ndarray) -> float:
     return float(np.sqrt(np.mean((pred.astype(np.float64) - y) ** 2))) if len(y) else float("nan")
 
 
+MAX_TRAIN_ROUNDS = 100_000
+"""Most boosting rounds of :func:`train_policy_model`."""
+MAX_TRAIN_GAMES = 10_000_000
+"""Most self-play games sampled per table by :func:`train_policy_model`."""
+
+
 def train_policy_model(runs: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str], *,
                        games: int = 2000, seed: int = 0, rounds: int = 1000,
                        early_stopping: int = 50, test_fraction: float = 0.2,
@@ -258,17 +264,23 @@ def train_policy_model(runs: Sequence[str | os.PathLike[str]], out: str | os.Pat
     """
     import xgboost
 
+    from tensorcfr.utils.checks import MAX_SEED, check_finite_result, check_int_range
+    from tensorcfr.utils.io import check_output_dir, write_error
+
     if not runs:
         raise TensorCFRError("give at least one run folder to train on")
-    if rounds < 1:
-        raise TensorCFRError(f"--rounds must be at least 1, got {rounds}")
+    check_int_range(rounds, "--rounds", 1, MAX_TRAIN_ROUNDS)
+    check_int_range(games, "--games", 1, MAX_TRAIN_GAMES)
+    check_int_range(seed, "--seed", 0, MAX_SEED - 1000 * len(runs) - 1)
+    for run in runs:
+        if not Path(run).exists():
+            raise TensorCFRError(f"run folder {run} does not exist (give the --out folder of "
+                                 "`tensorcfr pasur solve --method dcfr`)")
     if not 0 < test_fraction < 1:
         raise TensorCFRError(f"the test fraction must be in (0, 1), got {test_fraction}")
     if threads < 1:
         raise TensorCFRError(f"--threads must be at least 1, got {threads}")
-    out_dir = Path(out)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise TensorCFRError(f"--out {out_dir} exists and is not a folder")
+    out_dir = check_output_dir(out, "--out")  # before the training, not after it
     started = time.perf_counter()
     xs, ys, sources = [], [], []
     for i, run in enumerate(runs):
@@ -306,13 +318,17 @@ def train_policy_model(runs: Sequence[str | os.PathLike[str]], out: str | os.Pat
         booster = booster[: best + 1]
     used_rounds = booster.num_boosted_rounds()
     model = PolicyModel(booster=booster, manifest={}, path=out_dir)
+    check_finite_result(model.predict(x_all[test]), "the trained model's predictions")
     rmse_test = _rmse(model.predict(x_all[test]), y_all[test])
     rmse_train = _rmse(model.predict(x_all[train]), y_all[train])
     rmse_val = _rmse(model.predict(x_all[val]), y_all[val])
     t0 = time.perf_counter()
     model.predict(x_all[test])
     predict_seconds = time.perf_counter() - t0
-    out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise write_error(out_dir, exc) from None
     with atomic_path(out_dir / MODEL_FILE) as tmp:
         tmp.write_bytes(bytes(booster.save_raw(raw_format="ubj")))
     manifest = {
@@ -332,7 +348,11 @@ def train_policy_model(runs: Sequence[str | os.PathLike[str]], out: str | os.Pat
                                     else None),
         "threads": int(threads), "seed": int(seed), "versions": _versions(),
     }
-    write_json_atomic(out_dir / MANIFEST, manifest)
+    try:
+        write_json_atomic(out_dir / MANIFEST, manifest)
+    except BaseException:  # a model without its manifest is half a model: remove it
+        (out_dir / MODEL_FILE).unlink(missing_ok=True)
+        raise
     return manifest
 
 

@@ -196,6 +196,17 @@ def _run_files(path: Path) -> tuple[Path, dict[str, Any]]:
     return table, manifest
 
 
+def check_run_folder(path: str | os.PathLike[str]) -> Path:
+    """Load and validate the strategy table of a DCFR run folder (or a table file), as a
+    player would, so that a command can refuse a damaged one at start; returns the table's
+    path. Raises :class:`TensorCFRError` / :class:`CorruptFileError` (one line)."""
+    from tensorcfr.games.pasur.solving.strategy_table import load_strategy_table
+
+    table, _ = _run_files(Path(path))
+    load_strategy_table(table)
+    return table
+
+
 class TablePlayer(_BatchPlayer):
     """The average strategy of a Parquet strategy table (dag or tree mode)."""
 

@@ -395,6 +395,11 @@ def matchup_summary(diffs: Tensor | Sequence[float]) -> dict[str, Any]:
             "tie_rate": tie, "bob_win_rate": 1.0 - win - tie, "fair_value": win + tie / 2}
 
 
+MAX_GAMES = 1_000_000
+"""Most games :func:`play_games` plays at once (every game is a row of the batch tensors;
+a million games of random players take about 1.5 GB)."""
+
+
 def play_games(deal: Sequence[int], alex: BatchPolicy, bob: BatchPolicy, num_games: int, *,
                sample_seed: int = 0, device: str | torch.device = "cpu",
                records: bool = False, progress: Callable[[int], None] | None = None

@@ -403,11 +403,15 @@ class RoundCheckpointStore:
                 raise CorruptFileError(f"{meta_path} is not a tensorcfr DCFR checkpoint")
             if meta.get("identity") != self.identity:
                 theirs = meta.get("identity") or {}
-                diff = sorted(k for k in set(theirs) | set(self.identity)
-                              if theirs.get(k) != self.identity.get(k))
+                from tensorcfr.utils.checks import option_differences
+
+                diff = option_differences(theirs, self.identity, {
+                    "deal": "the deal", "variant.name": "--variant",
+                    "nodes_per_round": "the game tree", "edges_per_round": "the game tree",
+                    "dtype": "the precision"})
                 raise CheckpointMismatchError(
-                    f"{self.directory} holds a checkpoint of a different solve (differs in "
-                    f"{', '.join(diff)}); use another --out folder or delete {self.directory}")
+                    f"{self.directory} holds a checkpoint of a different solve: {diff}; give "
+                    f"the same options, another --out folder, or delete {self.directory}")
         else:
             write_json_atomic(meta_path, {"format": self.FORMAT, "identity": self.identity})
 
