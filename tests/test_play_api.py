@@ -20,7 +20,12 @@ from tensorcfr.games.pasur.engine.rules import (
     random_deal,
 )
 from tensorcfr.play.server import MAX_BODY_BYTES, create_app, load_static
-from tensorcfr.play.session import GameSession, IllegalMoveError, SolutionCache
+from tensorcfr.play.session import (
+    GameSession,
+    HiddenCardsError,
+    IllegalMoveError,
+    SolutionCache,
+)
 
 SEED = 3  # quick exact solve (about 0.1 s)
 
@@ -36,7 +41,7 @@ def solutions(one_thread):
 
 @pytest.fixture()
 def client(solutions):
-    return TestClient(create_app(solutions=solutions))
+    return TestClient(create_app(solutions=solutions, mode="open"))
 
 
 def _new(client, **body):
@@ -113,7 +118,7 @@ def table_and_model(tmp_path_factory, one_thread):
 
 def test_table_and_model_ais_play_whole_games(solutions, table_and_model):
     run, model = table_and_model
-    client = TestClient(create_app(solutions=solutions, table=run, model=model))
+    client = TestClient(create_app(solutions=solutions, table=run, model=model, mode="open"))
     opts = client.get("/api/options").json()
     assert all(a["available"] for a in opts["ais"])
     assert opts["table_deal"] == list(random_deal(SEED))  # the page offers the table's deal
@@ -360,15 +365,37 @@ def test_solution_cache_bounds_concurrent_and_queued_solves():
 
 def test_hidden_view_never_shows_the_other_hand(solutions):
     session = GameSession(random_deal(SEED), "alex", "random", solutions=solutions)
-    hidden = session.view("alex", visibility="hidden")
+    assert session.mode == "hidden"  # the default: the real game
+    hidden = session.view()
+    assert hidden["visibility"] == "hidden" and hidden["mode"] == "hidden"
     assert hidden["hands"]["Bob"] is None and hidden["hands"]["Alex"]
     assert hidden["hand_counts"]["Bob"] == 4 and "deal" not in hidden
-    assert not hidden["hints_available"]
+    assert "rounds_to_come" not in hidden and hidden["undealt_count"] == 40
+    assert hidden["hint_kind"] == "estimate" and not hidden["ai_sees_your_hand"]
     bob_cards = set(session.state.hands[1]) | set(random_deal(SEED)[12:])
     shown = set(hidden["pool"]) | set(hidden["hands"]["Alex"])
     assert not bob_cards & shown
-    opened = session.view("alex")
+    opened = session.view("alex", visibility="open")
     assert opened["hands"]["Bob"] == list(session.state.hands[1]) and opened["deal"]
+    with pytest.raises(HiddenCardsError):  # exact values reveal hidden cards
+        session.hints()
+    with pytest.raises(HiddenCardsError):
+        session.analysis()
+
+
+def test_open_view_shows_the_rounds_to_come(solutions):
+    deal = random_deal(SEED)
+    session = GameSession(deal, "alex", "random", mode="open", solutions=solutions)
+    view = session.view()
+    assert view["visibility"] == "open" and view["hint_kind"] == "exact"
+    assert [r["round"] for r in view["rounds_to_come"]] == [2, 3, 4, 5, 6]
+    assert view["rounds_to_come"][0] == {"round": 2, "Alex": sorted(deal[12:16]),
+                                         "Bob": sorted(deal[16:20])}
+    for _ in range(8):  # a whole round: round 2's hands are now in play
+        session.ai_play() if session.ai_to_move else session.play(session.legal()[0])
+    view = session.view()
+    assert [r["round"] for r in view["rounds_to_come"]] == [3, 4, 5, 6]
+    assert view["hands"]["Alex"] == sorted(deal[12:16])
 
 
 CARD_KEYS = {"pool", "hands", "piles", "card", "captured", "cleanup", "deal"}
@@ -409,10 +436,18 @@ def test_hidden_mode_api_never_sends_unseen_cards(solutions, human):
         unseen = set(state.hands[1 - me]) | set(deal[dealt:])
         if not view["game_over"]:
             assert view["hands"][("Alex", "Bob")[1 - me]] is None and "deal" not in view
+            assert view["visibility"] == "hidden"
             assert not _cards_in(view) & unseen, view["play_index"]
-            for path in ("hints", "analysis"):
-                r = client.get(f"/api/games/{gid}/{path}")
-                assert r.status_code == 403 and "hidden" in r.json()["detail"]
+            r = client.get(f"/api/games/{gid}/analysis")
+            assert r.status_code == 403 and "hidden" in r.json()["detail"]
+            hint = client.get(f"/api/games/{gid}/hints")
+            if view["your_turn"]:  # the agent's estimates (the random agent has none)
+                assert hint.status_code == 200 and hint.json()["kind"] == "none"
+                assert "gives no estimates" in hint.json()["message"]
+                assert not _cards_in(hint.json()) & unseen
+            else:  # at the AI's turn its plays would show its hand
+                assert hint.status_code == 400
+            assert client.get(f"/api/games/{gid}/hints", params={"at": 0}).status_code == 400
             checked += 1
         else:
             break
@@ -425,7 +460,15 @@ def test_hidden_mode_api_never_sends_unseen_cards(solutions, human):
         assert r.status_code == 200, r.text
         view = r.json()
     assert checked == 48
-    assert client.get(f"/api/games/{gid}/analysis").status_code == 200  # after the game
+    # after the game everything is revealed: the deal, the exact analysis; no undo
+    assert view["visibility"] == "open" and view["deal"] == list(deal)
+    assert not view["can_undo"] and client.post(f"/api/games/{gid}/undo").status_code == 400
+    analysis = client.get(f"/api/games/{gid}/analysis").json()
+    assert analysis["mode"] == "hidden" and analysis["estimate"]["available"] is False
+    record = client.get(f"/api/games/{gid}/record").json()
+    assert record["mode"] == "hidden" and record["ai"] == "random"
+    review = client.post("/api/records", json=record).json()
+    assert review["mode"] == "hidden" and review["visibility"] == "open"
 
 
 def test_session_undo_and_errors(solutions):
