@@ -508,3 +508,108 @@ def test_serve_refuses_bad_options_in_one_line():
                           (["--max-games", "0"], "--max-games must be at least 1")):
         r = runner.invoke(app, ["pasur", "serve", *args])
         assert r.exit_code == 2 and message in r.output, r.output
+
+
+# --------------------------------------------------------------------------- strict input
+
+@pytest.mark.parametrize("body, message", [
+    ({"seed": True}, "seed: input should be a valid integer, got true"),
+    ({"seed": "3"}, "seed: input should be a valid integer, got \"3\""),
+    ({"seed": 2**63}, "seed: input should be less than or equal to"),
+    ({"seed": 3.0}, "seed: input should be a valid integer"),
+    ({"mode": "closed"}, "mode:"),
+    ({"colour": "red"}, "colour: not a field of this request"),
+])
+def test_new_game_input_is_strict(client, body, message):
+    r = client.post("/api/games", json=body)
+    assert r.status_code == 400 and message in r.json()["detail"], r.text
+
+
+def test_play_input_is_strict_and_readable(client):
+    view = _new(client, human="alex", ai="random")
+    gid = view["game_id"]
+    legal = view["legal"][0]
+    for body, message in (({"card": legal["card"]}, "captured: required"),
+                          ({"card": float(legal["card"]), "captured": []}, "card: input should "
+                           "be a valid integer"),
+                          ({"card": str(legal["card"]), "captured": []}, "card:"),
+                          ({"card": legal["card"], "captured": [1.0]}, "captured: input")):
+        r = client.post(f"/api/games/{gid}/play", json=body)
+        assert r.status_code == 400 and r.json()["detail"].startswith(message), r.text
+    r = client.post(f"/api/games/{gid}/play", content=b'{"card": 1,',
+                    headers={"content-type": "application/json"})
+    assert r.status_code == 400
+    assert r.json()["detail"].startswith("the request body is not valid JSON"), r.text
+    assert client.post(f"/api/games/{gid}/play", json=legal).status_code == 200
+
+
+def test_head_of_the_page_and_chunked_bodies(client):
+    assert client.head("/").status_code == 200
+
+    def chunks():
+        for _ in range(64):
+            yield b" " * 16384  # 1 MiB in all, no Content-Length (chunked)
+
+    r = client.post("/api/records", content=chunks(), headers={"content-type": "application/json"})
+    assert r.status_code == 413 and "over" in r.json()["detail"]
+    small = iter([b'{"deal": ', b'[1, 2]}'])
+    r = client.post("/api/records", content=small, headers={"content-type": "application/json"})
+    assert r.status_code == 400 and "plays" in r.json()["detail"]  # a small chunked body is read
+
+
+# --------------------------------------------------------------------------- estimating agents
+
+class _OnePlyAgent:
+    """A test agent with estimates: a play's value is the points it scores now."""
+
+    name = "one-ply"
+    sees_everything = False
+
+    def reset(self, seed):
+        self.seed = seed
+
+    def estimates(self, obs):
+        from tensorcfr.games.pasur.engine.rules import score_pile
+        from tensorcfr.games.pasur.playing.agent import PlayEstimate
+
+        return [PlayEstimate(a, score_pile((a.card, *a.captured) if a.captured else (), 0).total
+                             + 0.25, samples=3) for a in obs.legal_actions()]
+
+    def choose(self, obs, state=None):
+        estimates = self.estimates(obs)
+        return max(estimates, key=lambda e: e.value).action
+
+
+@pytest.fixture()
+def one_ply_agent(monkeypatch):
+    from tensorcfr.games.pasur import agents
+
+    monkeypatch.setitem(agents._AGENT_FACTORIES, "one-ply", lambda options: _OnePlyAgent())
+    monkeypatch.setattr(agents, "AGENT_NAMES", (*agents.AGENT_NAMES, "one-ply"))
+    return "one-ply"
+
+
+def test_hidden_hints_and_analysis_use_the_agents_estimates(solutions, one_ply_agent):
+    client = TestClient(create_app(solutions=solutions))  # hidden hands: the default
+    opts = client.get("/api/options").json()
+    assert opts["mode"] == "hidden" and "one-ply" in [a["name"] for a in opts["ais"]]
+    view = _new(client, human="alex", ai="one-ply")
+    gid = view["game_id"]
+    assert view["ai"] == "one-ply" and not view["ai_sees_your_hand"]
+    hint = client.get(f"/api/games/{gid}/hints").json()
+    assert hint["kind"] == "estimate" and hint["samples"] == 3 and hint["agent"] == "one-ply"
+    assert {(h["card"], tuple(h["captured"])) for h in hint["hints"]} == \
+        {(a["card"], tuple(a["captured"])) for a in view["legal"]}
+    assert min(h["loss"] for h in hint["hints"]) == 0 and all(h["value"] % 1 == 0.25
+                                                               for h in hint["hints"])
+    view = _play_out(client, view, random.Random(4))
+    analysis = client.get(f"/api/games/{gid}/analysis").json()
+    est = analysis["estimate"]
+    assert est["available"] and est["agent"] == "one-ply"
+    human_rows = [p for p in analysis["plays"] if p["by"] == "human"]
+    assert len(human_rows) == 24 and all("estimate_cost" in p for p in human_rows)
+    assert all("estimate_cost" not in p for p in analysis["plays"] if p["by"] == "ai")
+    assert est["human_cost"] == pytest.approx(sum(p["estimate_cost"] for p in human_rows))
+    assert all(p["samples"] == 3 and p["estimate_cost"] >= 0 for p in human_rows)
+    # the exact cost is there beside it, as in open mode
+    assert analysis["human_cost"] == sum(p["cost"] for p in human_rows)
