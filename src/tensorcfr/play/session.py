@@ -287,9 +287,10 @@ class SolutionCache:
 class _ExactAI:
     """The exact AI over the shared :class:`SolutionCache`.
 
-    ``players.make_player("exact", deal, solution=...)`` is built on the first question, from
-    the cached solution (so a game starts at once, hints and the AI share one solve, and the
-    page can show a spinner while that solve runs).
+    ``players.make_player("exact", deal, solution=...)`` is built for each question from the
+    cached solution (so a game starts at once, hints and the AI share one solve, and the page
+    can show a spinner while that solve runs). It is not kept: a held game must not hold its
+    solution (5-60 MiB) beyond the cache's bound.
     """
 
     name = "exact"
@@ -298,15 +299,13 @@ class _ExactAI:
         self.deal = deal
         self.solutions = solutions
         self.device = device
-        self._player: Any = None
 
     def action_probs(self, states: Sequence[GameState]) -> list[list[tuple[Action, float]]]:
-        if self._player is None:
-            from tensorcfr.games.pasur.agents import make_player
+        from tensorcfr.games.pasur.agents import make_player
 
-            self._player = make_player("exact", self.deal, device=self.device,
-                                       solution=self.solutions.get(self.deal))
-        return self._player.action_probs(states)
+        player = make_player("exact", self.deal, device=self.device,
+                             solution=self.solutions.get(self.deal))
+        return player.action_probs(states)
 
 
 class _UniformPlayer:

@@ -151,8 +151,8 @@ class TerminalGame:
         else:
             report = s.hint_report()
         if report["kind"] == "none":
-            self.console.print(f"{report['message']} (this agent gives no estimates; the "
-                               "exact analysis comes after the game)", highlight=False)
+            self.console.print(f"{report['message']}; the exact analysis of every play comes "
+                               "after the game", highlight=False)
             return
         if report["kind"] == "exact":
             self.console.print(f"[bold]exact values for {PLAYERS[s.human]}[/] (the final point "

@@ -431,11 +431,13 @@
     const badge = $("mode-badge");
     badge.dataset.mode = v.mode;
     if (v.mode === "hidden") {
-      badge.textContent = v.over ? "Hidden hands \u00b7 all cards revealed" : "Hidden hands";
+      badge.textContent = "Hidden hands";
+      if (v.over) badge.append(el("span", "long", " \u00b7 all cards revealed"));
       badge.title = "Each side sees only its own hand, the pool and the cards played. The " +
         (v.ai || "") + " AI " + (v.ai_sees_your_hand ? "cheats: it sees every card." : "does not see your hand.");
     } else {
-      badge.textContent = "Open hands \u00b7 double-dummy";
+      badge.textContent = "Open hands";
+      badge.append(el("span", "long", " \u00b7 double-dummy"));
       badge.title = "Both players see every card of the deal, as in a double-dummy bridge problem. " +
         "This is the game the solver solves exactly.";
     }
@@ -501,7 +503,7 @@
       for (let i = 0; i < v.hand_counts[name]; i++) hand.append(el("div", "card back"));
       hand.dataset.count = String(v.hand_counts[name]);
       hand.title = v.hand_counts[name] + " cards, hidden";
-      hand.append(el("span", "count", v.hand_counts[name] + " cards"));
+      hand.append(el("span", "count", v.hand_counts[name] + (v.hand_counts[name] === 1 ? " card" : " cards")));
     } else {
       cards.forEach((c) => {
         const e = cardEl(c);
