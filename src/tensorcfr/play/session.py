@@ -166,6 +166,26 @@ def action_json(action: Action) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- exact solutions
 
+def release_freed_memory() -> None:
+    """Hand memory freed by a finished solve back to the operating system (glibc's
+    ``malloc_trim``; nothing elsewhere). An exact solve's graph peaks at hundreds of MiB and
+    more on hard deals; without this the allocator keeps those pages, and a server's resident
+    memory ratchets up to the largest solves seen (measured: 0.5 to 2.3 GiB after a flood of new
+    open-hands games)."""
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    if not name:
+        return
+    try:
+        libc = ctypes.CDLL(name)
+        trim = libc.malloc_trim
+    except (OSError, AttributeError):  # not glibc
+        return
+    trim(0)
+
+
 class _Dropped(Exception):
     """A queued background solve whose entry was evicted before it started."""
 
@@ -227,7 +247,10 @@ class SolutionCache:
                 if dropped:  # evicted while queued: whoever still waits solves it afresh
                     raise _Dropped()
                 self.solves += 1
-                result = self._solve(deal)
+                try:
+                    result = self._solve(deal)
+                finally:
+                    release_freed_memory()  # the solve's transient peak goes back
             fut.set_result(result)
         except BaseException as exc:  # noqa: BLE001 - handed to every waiter
             with self._lock:
