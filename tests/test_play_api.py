@@ -613,3 +613,22 @@ def test_hidden_hints_and_analysis_use_the_agents_estimates(solutions, one_ply_a
     assert all(p["samples"] == 3 and p["estimate_cost"] >= 0 for p in human_rows)
     # the exact cost is there beside it, as in open mode
     assert analysis["human_cost"] == sum(p["cost"] for p in human_rows)
+
+
+def test_play_on_from_a_position_of_the_analysis(solutions):
+    client = TestClient(create_app(solutions=solutions))
+    view = _play_out(client, _new(client, human="bob", ai="random"), random.Random(3))
+    gid = view["game_id"]
+    assert client.post(f"/api/games/{gid}/play-on", params={"at": 48}).status_code == 400
+    r = client.post(f"/api/games/{gid}/play-on", params={"at": 9})
+    assert r.status_code == 200, r.text
+    branch = r.json()
+    assert branch["game_id"] != gid and branch["play_index"] == 9 and not branch["game_over"]
+    assert branch["mode"] == "hidden" and branch["visibility"] == "hidden"
+    assert branch["history"] == view["history"][:9] and branch["your_turn"]  # Bob's turn
+    assert branch["hands"]["Alex"] is None
+    end = _play_out(client, branch, random.Random(8))
+    assert end["over"] and end["history"][:9] == view["history"][:9]
+    fresh = _new(client, ai="random")
+    r = client.post(f"/api/games/{fresh['game_id']}/play-on", params={"at": 0})
+    assert r.status_code == 400 and "finished" in r.json()["detail"]

@@ -564,6 +564,26 @@ class GameSession:
 
     human_known = True
 
+    def play_on(self, at: int, *, ai_seed: int | None = None) -> "GameSession":
+        """A new game that continues this finished one from position ``at`` (before play
+        ``at``): same deal, mode, seat and AI (a record without an AI gets the mode's
+        default), the first ``at`` plays kept. In hidden mode the new game hides the cards
+        again (the player has seen them: a study aid, not a fair game)."""
+        if not self.over:
+            raise IllegalMoveError("only a finished game can be played on from a position")
+        if not 0 <= at < NUM_PLAYS:
+            raise IllegalMoveError(f"position {at} cannot be played on from (0..{NUM_PLAYS - 1})")
+        ai = self.ai_name if self.ai_name in ai_names(self.mode) else default_ai(self.mode)
+        session = GameSession(self.deal, self.human, ai, mode=self.mode,
+                              solutions=self.solutions, ai_seed=self.ai_seed if ai_seed is None
+                              else ai_seed, seed=self.seed, device=self.device,
+                              agent_options=self.agent_options)
+        for info in self.plays[:at]:
+            by = info.by if info.by != "record" else (
+                "human" if info.player == self.human else "ai")
+            session._apply(info.action, by)
+        return session
+
     # ----------------------------------------------------------------- state
 
     @property

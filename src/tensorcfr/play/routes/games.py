@@ -99,3 +99,14 @@ def undo(game_id: str, ctx: ServerContext = Context) -> dict[str, Any]:
         s.undo()
         return ctx.view(game_id, s)
     return ctx.run(game_id, act)
+
+
+@router.post("/games/{game_id}/play-on", summary="A new game continuing a finished one from "
+             "the position before play `at` (same deal, mode, seat and AI)", responses=ERRORS)
+def play_on(game_id: str, at: int = Query(..., ge=0, le=47),
+            ctx: ServerContext = Context) -> dict[str, Any]:
+    session = ctx.run(game_id, lambda s: s.play_on(at))
+    if session.mode == "open":
+        ctx.solutions.prefetch(session.deal)
+    gid = ctx.store.add(session)
+    return ctx.view(gid, session)

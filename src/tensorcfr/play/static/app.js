@@ -224,6 +224,8 @@
     $("setup").hidden = true;
     $("game").hidden = false;
     $("analysis").hidden = true;
+    document.body.dataset.analysis = "0";
+    document.body.dataset.estimates = "0";
     setView(view);
     if (view.game_over) finishGame();
     else maybeAi();
@@ -325,6 +327,18 @@
       setView(next);
       renderAnalysis();
       keepInView();
+    } catch (e) {
+      showError(e.message);
+    }
+  }
+
+  async function playOn() {
+    const v = app.view;
+    const at = app.at === null ? v.num_positions - 1 : app.at;
+    if (!v || !v.game_over || at >= 48) return;
+    try {
+      enterGame(await api("POST", "/api/games/" + v.game_id + "/play-on?at=" + at, undefined,
+        "Setting up the position\u2026"));
     } catch (e) {
       showError(e.message);
     }
@@ -778,6 +792,7 @@
     $("step-first").disabled = at <= 0;
     $("step-next").disabled = at >= v.num_positions - 1;
     $("step-last").disabled = at >= v.num_positions - 1;
+    $("play-on-btn").disabled = at >= 48;
     const body = $("analysis-table").querySelector("tbody");
     body.innerHTML = "";
     a.plays.forEach((p) => {
@@ -868,6 +883,7 @@
     $("step-prev").addEventListener("click", () => stepTo((app.at === null ? app.view.num_positions - 1 : app.at) - 1));
     $("step-next").addEventListener("click", () => stepTo((app.at === null ? app.view.num_positions - 1 : app.at) + 1));
     $("step-last").addEventListener("click", () => stepTo(48));
+    $("play-on-btn").addEventListener("click", playOn);
     document.addEventListener("keydown", (ev) => {
       if (ev.key === "Escape") closeChoices();
     });
