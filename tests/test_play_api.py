@@ -632,3 +632,28 @@ def test_play_on_from_a_position_of_the_analysis(solutions):
     fresh = _new(client, ai="random")
     r = client.post(f"/api/games/{fresh['game_id']}/play-on", params={"at": 0})
     assert r.status_code == 400 and "finished" in r.json()["detail"]
+
+
+def test_serve_warns_before_the_url_on_one_line(monkeypatch):
+    import socket
+
+    import uvicorn
+    from typer.testing import CliRunner
+
+    from tensorcfr.cli.main import app
+
+    def no_run(self):  # do not listen: the test only reads what is printed first
+        self.started = True
+
+    monkeypatch.setattr(uvicorn.Server, "run", no_run)
+    monkeypatch.setenv("COLUMNS", "60")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    r = CliRunner().invoke(app, ["pasur", "serve", "--host", "0.0.0.0", "--port", str(port),
+                                 "--mode", "open"])
+    out = r.output
+    assert r.exit_code == 0, out
+    warning = out.index("warning: listening on 0.0.0.0: anyone who can reach this machine can "
+                        "use the server")
+    assert warning < out.index(f"Pasur: open http://0.0.0.0:{port}/") and "open hands" in out
