@@ -267,6 +267,7 @@ def _play_whole_game(d, mode: str, seat: str, size: str, shots: Path) -> dict:
             options[-1].click()
             done["chose"] = True
         elif single and not done["double"] and plays >= 4:
+            d.execute_script("arguments[0].scrollIntoView({block: 'center'})", single[0])
             ActionChains(d).double_click(single[0]).perform()  # one play, no error
             done["double"] = True
         else:
