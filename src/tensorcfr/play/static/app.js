@@ -727,7 +727,7 @@
   function renderStatus(v) {
     if (v.game_over && app.at === null) {
       const a = app.analysis;
-      setStatus(a ? "Game over: Alex " + a.final.Alex.total + " \u2013 Bob " + a.final.Bob.total + ". See the analysis below."
+      setStatus(a ? "Game over: Alex " + a.final.Alex.total + " \u2013 Bob " + a.final.Bob.total + ". Every card is shown; see the analysis."
         : "Game over. Analysing\u2026");
       return;
     }
@@ -784,7 +784,8 @@
       $("estimate-line").textContent = withEst
         ? "Against the " + est.agent + " agent's estimate at each of your turns (what a player could have known), " +
           "your plays gave away " + est.human_cost + " point(s)."
-        : (est.message || "No estimates") + ": the cost against an estimate is not shown.";
+        : (est.message ? est.message[0].toUpperCase() + est.message.slice(1) : "No estimates") +
+          ": the cost against an estimate is not shown.";
     }
     const at = app.at === null ? v.num_positions - 1 : app.at;
     $("step-label").textContent = at >= 48 ? "final position" : "before play " + at + " of 48";
