@@ -393,8 +393,7 @@ def test_play_whole_game_in_browser(server_url, browser, shots, capsys, mode, se
         d.find_element(By.ID, "step-next").click()
         _wait(d, f"window.pasurApp.view.play_index === {before + 1} && {IDLE}", what="a step")
     row = d.find_element(By.CSS_SELECTOR, "#analysis-table tr.current")
-    if size == "wide":
-        assert _in_viewport(d, row) and _in_viewport(d, d.find_element(By.ID, "pool"))
+    assert _in_viewport(d, row) and _in_viewport(d, d.find_element(By.ID, "pool")), size
     _no_overflow(d, f"stepping ({mode}, {size})")
 
     if mode == "open" and size == "wide":  # load the record back: the same analysis

@@ -788,6 +788,7 @@
           ": the cost against an estimate is not shown.";
     }
     const at = app.at === null ? v.num_positions - 1 : app.at;
+    document.body.dataset.stepping = app.at === null ? "0" : "1";
     $("step-label").textContent = at >= 48 ? "final position" : "before play " + at + " of 48";
     $("step-prev").disabled = at <= 0;
     $("step-first").disabled = at <= 0;
