@@ -210,7 +210,8 @@ def in_process_ai(records: list[dict[str, Any]], threads: int) -> list[float]:
     out: list[float] = []
     for rec in records:
         cache = SolutionCache(max_size=1)
-        session = GameSession(rec["deal"], "alex", "exact", solutions=cache, ai_seed=0)
+        session = GameSession(rec["deal"], "alex", "exact", mode="open", solutions=cache,
+                              ai_seed=0)
         cache.get(session.deal)
         for play in rec["plays"]:
             action = Action(play["card"], tuple(play["captured"]))
