@@ -56,7 +56,7 @@ def _rss_mib() -> float:
     return psutil.Process().memory_info().rss / 2**20
 
 
-def test_500_new_games_keep_resident_memory_bounded(one_thread):
+def test_500_new_games_keep_resident_memory_bounded(one_thread, capsys):
     from tensorcfr.games.pasur.solving.exact import solve_exact
 
     alive: list[weakref.ref] = []
@@ -95,4 +95,7 @@ def test_500_new_games_keep_resident_memory_bounded(one_thread):
     assert len(app.state.store) == MAX_GAMES and len(cache) <= CACHE_SIZE
     assert cache.solves > CACHE_SIZE  # the cache kept evicting
     assert sum(ref() is not None for ref in alive) <= CACHE_SIZE  # no held game keeps one
+    with capsys.disabled():
+        print(f"\nplay server memory: start {start:.0f} MiB, peak {peak:.0f}, after 500 new "
+              f"games {end:.0f} (limit: start + {LIMIT_MIB}); {cache.solves} solves")
     assert max(peak, end) - start < LIMIT_MIB, (start, peak, end)
