@@ -77,9 +77,13 @@ __all__ = [
     "SolutionCache",
     "VISIBILITIES",
     "ai_names",
+    "check_mode",
     "check_seed",
     "default_ai",
+    "hidden_agent_names",
     "make_ai",
+    "make_hidden_agent",
+    "release_freed_memory",
     "seat_index",
 ]
 
