@@ -20,7 +20,12 @@ from tensorcfr.games.pasur.engine.rules import (
     random_deal,
 )
 from tensorcfr.play.server import MAX_BODY_BYTES, create_app, load_static
-from tensorcfr.play.session import GameSession, IllegalMoveError, SolutionCache
+from tensorcfr.play.session import (
+    GameSession,
+    HiddenCardsError,
+    IllegalMoveError,
+    SolutionCache,
+)
 
 SEED = 3  # quick exact solve (about 0.1 s)
 
@@ -36,7 +41,7 @@ def solutions(one_thread):
 
 @pytest.fixture()
 def client(solutions):
-    return TestClient(create_app(solutions=solutions))
+    return TestClient(create_app(solutions=solutions, mode="open"))
 
 
 def _new(client, **body):
@@ -113,7 +118,7 @@ def table_and_model(tmp_path_factory, one_thread):
 
 def test_table_and_model_ais_play_whole_games(solutions, table_and_model):
     run, model = table_and_model
-    client = TestClient(create_app(solutions=solutions, table=run, model=model))
+    client = TestClient(create_app(solutions=solutions, table=run, model=model, mode="open"))
     opts = client.get("/api/options").json()
     assert all(a["available"] for a in opts["ais"])
     assert opts["table_deal"] == list(random_deal(SEED))  # the page offers the table's deal
@@ -360,15 +365,37 @@ def test_solution_cache_bounds_concurrent_and_queued_solves():
 
 def test_hidden_view_never_shows_the_other_hand(solutions):
     session = GameSession(random_deal(SEED), "alex", "random", solutions=solutions)
-    hidden = session.view("alex", visibility="hidden")
+    assert session.mode == "hidden"  # the default: the real game
+    hidden = session.view()
+    assert hidden["visibility"] == "hidden" and hidden["mode"] == "hidden"
     assert hidden["hands"]["Bob"] is None and hidden["hands"]["Alex"]
     assert hidden["hand_counts"]["Bob"] == 4 and "deal" not in hidden
-    assert not hidden["hints_available"]
+    assert "rounds_to_come" not in hidden and hidden["undealt_count"] == 40
+    assert hidden["hint_kind"] == "estimate" and not hidden["ai_sees_your_hand"]
     bob_cards = set(session.state.hands[1]) | set(random_deal(SEED)[12:])
     shown = set(hidden["pool"]) | set(hidden["hands"]["Alex"])
     assert not bob_cards & shown
-    opened = session.view("alex")
+    opened = session.view("alex", visibility="open")
     assert opened["hands"]["Bob"] == list(session.state.hands[1]) and opened["deal"]
+    with pytest.raises(HiddenCardsError):  # exact values reveal hidden cards
+        session.hints()
+    with pytest.raises(HiddenCardsError):
+        session.analysis()
+
+
+def test_open_view_shows_the_rounds_to_come(solutions):
+    deal = random_deal(SEED)
+    session = GameSession(deal, "alex", "random", mode="open", solutions=solutions)
+    view = session.view()
+    assert view["visibility"] == "open" and view["hint_kind"] == "exact"
+    assert [r["round"] for r in view["rounds_to_come"]] == [2, 3, 4, 5, 6]
+    assert view["rounds_to_come"][0] == {"round": 2, "Alex": sorted(deal[12:16]),
+                                         "Bob": sorted(deal[16:20])}
+    for _ in range(8):  # a whole round: round 2's hands are now in play
+        session.ai_play() if session.ai_to_move else session.play(session.legal()[0])
+    view = session.view()
+    assert [r["round"] for r in view["rounds_to_come"]] == [3, 4, 5, 6]
+    assert view["hands"]["Alex"] == sorted(deal[12:16])
 
 
 CARD_KEYS = {"pool", "hands", "piles", "card", "captured", "cleanup", "deal"}
@@ -409,10 +436,18 @@ def test_hidden_mode_api_never_sends_unseen_cards(solutions, human):
         unseen = set(state.hands[1 - me]) | set(deal[dealt:])
         if not view["game_over"]:
             assert view["hands"][("Alex", "Bob")[1 - me]] is None and "deal" not in view
+            assert view["visibility"] == "hidden"
             assert not _cards_in(view) & unseen, view["play_index"]
-            for path in ("hints", "analysis"):
-                r = client.get(f"/api/games/{gid}/{path}")
-                assert r.status_code == 403 and "hidden" in r.json()["detail"]
+            r = client.get(f"/api/games/{gid}/analysis")
+            assert r.status_code == 403 and "hidden" in r.json()["detail"]
+            hint = client.get(f"/api/games/{gid}/hints")
+            if view["your_turn"]:  # the agent's estimates (the random agent has none)
+                assert hint.status_code == 200 and hint.json()["kind"] == "none"
+                assert "gives no estimates" in hint.json()["message"]
+                assert not _cards_in(hint.json()) & unseen
+            else:  # at the AI's turn its plays would show its hand
+                assert hint.status_code == 400
+            assert client.get(f"/api/games/{gid}/hints", params={"at": 0}).status_code == 400
             checked += 1
         else:
             break
@@ -425,7 +460,15 @@ def test_hidden_mode_api_never_sends_unseen_cards(solutions, human):
         assert r.status_code == 200, r.text
         view = r.json()
     assert checked == 48
-    assert client.get(f"/api/games/{gid}/analysis").status_code == 200  # after the game
+    # after the game everything is revealed: the deal, the exact analysis; no undo
+    assert view["visibility"] == "open" and view["deal"] == list(deal)
+    assert not view["can_undo"] and client.post(f"/api/games/{gid}/undo").status_code == 400
+    analysis = client.get(f"/api/games/{gid}/analysis").json()
+    assert analysis["mode"] == "hidden" and analysis["estimate"]["available"] is False
+    record = client.get(f"/api/games/{gid}/record").json()
+    assert record["mode"] == "hidden" and record["ai"] == "random"
+    review = client.post("/api/records", json=record).json()
+    assert review["mode"] == "hidden" and review["visibility"] == "open"
 
 
 def test_session_undo_and_errors(solutions):
@@ -465,3 +508,152 @@ def test_serve_refuses_bad_options_in_one_line():
                           (["--max-games", "0"], "--max-games must be at least 1")):
         r = runner.invoke(app, ["pasur", "serve", *args])
         assert r.exit_code == 2 and message in r.output, r.output
+
+
+# --------------------------------------------------------------------------- strict input
+
+@pytest.mark.parametrize("body, message", [
+    ({"seed": True}, "seed: input should be a valid integer, got true"),
+    ({"seed": "3"}, "seed: input should be a valid integer, got \"3\""),
+    ({"seed": 2**63}, "seed: input should be less than or equal to"),
+    ({"seed": 3.0}, "seed: input should be a valid integer"),
+    ({"mode": "closed"}, "mode:"),
+    ({"colour": "red"}, "colour: not a field of this request"),
+])
+def test_new_game_input_is_strict(client, body, message):
+    r = client.post("/api/games", json=body)
+    assert r.status_code == 400 and message in r.json()["detail"], r.text
+
+
+def test_play_input_is_strict_and_readable(client):
+    view = _new(client, human="alex", ai="random")
+    gid = view["game_id"]
+    legal = view["legal"][0]
+    for body, message in (({"card": legal["card"]}, "captured: required"),
+                          ({"card": float(legal["card"]), "captured": []}, "card: input should "
+                           "be a valid integer"),
+                          ({"card": str(legal["card"]), "captured": []}, "card:"),
+                          ({"card": legal["card"], "captured": [1.0]}, "captured: input")):
+        r = client.post(f"/api/games/{gid}/play", json=body)
+        assert r.status_code == 400 and r.json()["detail"].startswith(message), r.text
+    r = client.post(f"/api/games/{gid}/play", content=b'{"card": 1,',
+                    headers={"content-type": "application/json"})
+    assert r.status_code == 400
+    assert r.json()["detail"].startswith("the request body is not valid JSON"), r.text
+    assert client.post(f"/api/games/{gid}/play", json=legal).status_code == 200
+
+
+def test_head_of_the_page_and_chunked_bodies(client):
+    assert client.head("/").status_code == 200
+
+    def chunks():
+        for _ in range(64):
+            yield b" " * 16384  # 1 MiB in all, no Content-Length (chunked)
+
+    r = client.post("/api/records", content=chunks(), headers={"content-type": "application/json"})
+    assert r.status_code == 413 and "over" in r.json()["detail"]
+    small = iter([b'{"deal": ', b'[1, 2]}'])
+    r = client.post("/api/records", content=small, headers={"content-type": "application/json"})
+    assert r.status_code == 400 and "plays" in r.json()["detail"]  # a small chunked body is read
+
+
+# --------------------------------------------------------------------------- estimating agents
+
+class _OnePlyAgent:
+    """A test agent with estimates: a play's value is the points it scores now."""
+
+    name = "one-ply"
+    sees_everything = False
+
+    def reset(self, seed):
+        self.seed = seed
+
+    def estimates(self, obs):
+        from tensorcfr.games.pasur.engine.rules import score_pile
+        from tensorcfr.games.pasur.playing.agent import PlayEstimate
+
+        return [PlayEstimate(a, score_pile((a.card, *a.captured) if a.captured else (), 0).total
+                             + 0.25, samples=3) for a in obs.legal_actions()]
+
+    def choose(self, obs, state=None):
+        estimates = self.estimates(obs)
+        return max(estimates, key=lambda e: e.value).action
+
+
+@pytest.fixture()
+def one_ply_agent(monkeypatch):
+    from tensorcfr.games.pasur import agents
+
+    monkeypatch.setitem(agents._AGENT_FACTORIES, "one-ply", lambda options: _OnePlyAgent())
+    monkeypatch.setattr(agents, "AGENT_NAMES", (*agents.AGENT_NAMES, "one-ply"))
+    return "one-ply"
+
+
+def test_hidden_hints_and_analysis_use_the_agents_estimates(solutions, one_ply_agent):
+    client = TestClient(create_app(solutions=solutions))  # hidden hands: the default
+    opts = client.get("/api/options").json()
+    assert opts["mode"] == "hidden" and "one-ply" in [a["name"] for a in opts["ais"]]
+    view = _new(client, human="alex", ai="one-ply")
+    gid = view["game_id"]
+    assert view["ai"] == "one-ply" and not view["ai_sees_your_hand"]
+    hint = client.get(f"/api/games/{gid}/hints").json()
+    assert hint["kind"] == "estimate" and hint["samples"] == 3 and hint["agent"] == "one-ply"
+    assert {(h["card"], tuple(h["captured"])) for h in hint["hints"]} == \
+        {(a["card"], tuple(a["captured"])) for a in view["legal"]}
+    assert min(h["loss"] for h in hint["hints"]) == 0 and all(h["value"] % 1 == 0.25
+                                                               for h in hint["hints"])
+    view = _play_out(client, view, random.Random(4))
+    analysis = client.get(f"/api/games/{gid}/analysis").json()
+    est = analysis["estimate"]
+    assert est["available"] and est["agent"] == "one-ply"
+    human_rows = [p for p in analysis["plays"] if p["by"] == "human"]
+    assert len(human_rows) == 24 and all("estimate_cost" in p for p in human_rows)
+    assert all("estimate_cost" not in p for p in analysis["plays"] if p["by"] == "ai")
+    assert est["human_cost"] == pytest.approx(sum(p["estimate_cost"] for p in human_rows))
+    assert all(p["samples"] == 3 and p["estimate_cost"] >= 0 for p in human_rows)
+    # the exact cost is there beside it, as in open mode
+    assert analysis["human_cost"] == sum(p["cost"] for p in human_rows)
+
+
+def test_play_on_from_a_position_of_the_analysis(solutions):
+    client = TestClient(create_app(solutions=solutions))
+    view = _play_out(client, _new(client, human="bob", ai="random"), random.Random(3))
+    gid = view["game_id"]
+    assert client.post(f"/api/games/{gid}/play-on", params={"at": 48}).status_code == 400
+    r = client.post(f"/api/games/{gid}/play-on", params={"at": 9})
+    assert r.status_code == 200, r.text
+    branch = r.json()
+    assert branch["game_id"] != gid and branch["play_index"] == 9 and not branch["game_over"]
+    assert branch["mode"] == "hidden" and branch["visibility"] == "hidden"
+    assert branch["history"] == view["history"][:9] and branch["your_turn"]  # Bob's turn
+    assert branch["hands"]["Alex"] is None
+    end = _play_out(client, branch, random.Random(8))
+    assert end["over"] and end["history"][:9] == view["history"][:9]
+    fresh = _new(client, ai="random")
+    r = client.post(f"/api/games/{fresh['game_id']}/play-on", params={"at": 0})
+    assert r.status_code == 400 and "finished" in r.json()["detail"]
+
+
+def test_serve_warns_before_the_url_on_one_line(monkeypatch):
+    import socket
+
+    import uvicorn
+    from typer.testing import CliRunner
+
+    from tensorcfr.cli.main import app
+
+    def no_run(self):  # do not listen: the test only reads what is printed first
+        self.started = True
+
+    monkeypatch.setattr(uvicorn.Server, "run", no_run)
+    monkeypatch.setenv("COLUMNS", "60")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    r = CliRunner().invoke(app, ["pasur", "serve", "--host", "0.0.0.0", "--port", str(port),
+                                 "--mode", "open"])
+    out = r.output
+    assert r.exit_code == 0, out
+    warning = out.index("warning: listening on 0.0.0.0: anyone who can reach this machine can "
+                        "use the server")
+    assert warning < out.index(f"Pasur: open http://0.0.0.0:{port}/") and "open hands" in out

@@ -24,9 +24,11 @@ def _spawn(*args: str):
 
 def test_terminal_whole_game_with_hint_and_undo(tmp_path):
     record = tmp_path / "game.json"
-    child = _spawn("--seed", "3", "--as", "alex", "--ai", "exact", "--record", str(record))
+    child = _spawn("--seed", "3", "--as", "alex", "--mode", "open", "--ai", "exact",
+                   "--record", str(record))
     child.expect(PROMPT)
     assert "open hands" in child.before.lower()
+    assert "rounds to come" in child.before  # the hands of rounds 2..6, shown in open mode
     child.sendline("hint")
     child.expect("exact values for Alex")
     child.expect(PROMPT)
@@ -37,10 +39,16 @@ def test_terminal_whole_game_with_hint_and_undo(tmp_path):
     child.expect(PROMPT)
     child.sendline("undo")
     child.expect(r"took back 2 play\(s\)")
-    child.expect(r"play 0 of 48")
+    child.expect(r"0 of 48 plays made")
     child.expect(PROMPT)
     child.sendline("zz")
     child.expect("not a legal play or command")
+    child.expect(PROMPT)
+    child.sendline("2h")  # a card of Bob's: the rules' reason and the choices
+    child.expect(r"2h is not in Alex's hand \(6h 7h 8d Ks\); your plays: 1\) ")
+    child.expect(PROMPT)
+    child.sendline("6h")  # two captures: which one?
+    child.expect(r"6♥ can capture 2 ways: 1\) 6♥ takes A♠ 4♦; 2\) 6♥ takes 5♠")
     plays = 0
     while True:
         index = child.expect([PROMPT, "record saved to"])
@@ -94,3 +102,42 @@ def test_terminal_analysis_shows_score_value_and_costs(tmp_path):
     assert "Exact value of the deal (optimal play by both): Alex -6" in text
     assert re.search(r"your plays \(Alex\) gave away \d+ point", text)
     assert "move list" in text
+
+
+def test_terminal_hidden_hands_is_the_default(tmp_path):
+    record = tmp_path / "h.json"
+    child = _spawn("--seed", "3", "--ai", "random", "--record", str(record))
+    child.expect(PROMPT)
+    intro = child.before
+    assert "hidden hands" in intro and "does not see your hand" in intro
+    assert "▮ ▮ ▮ ▮ (4)" in intro and "40 cards still to be dealt" in intro
+    assert "rounds to come" not in intro and "2♥" not in intro  # Bob's 2h is hidden
+    child.sendline("hint")
+    child.expect("the random agent gives no estimates")
+    while True:
+        index = child.expect([PROMPT, "final score"])
+        if index == 1:
+            break
+        child.sendline("1")
+    child.expect("record saved to")
+    text = child.before
+    child.expect(pexpect.EOF)
+    child.close()
+    assert "Exact value of the deal" in text and "no cost against an estimate" in text
+    obj = json.loads(record.read_text(encoding="utf-8"))
+    assert obj["mode"] == "hidden" and obj["ai"] == "random"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--seed", "-1"], "--seed must be a whole number from 0 to 2^63-1"),
+    (["--seed", str(2**63)], "--seed must be a whole number from 0 to 2^63-1"),
+    (["--mode", "closed"], "the mode is hidden or open"),
+    (["--mode", "hidden", "--ai", "table"], "--ai must be one of"),
+])
+def test_terminal_refuses_bad_options_in_one_line(args, message):
+    from typer.testing import CliRunner
+
+    from tensorcfr.cli.main import app
+
+    r = CliRunner().invoke(app, ["pasur", "play", *args])
+    assert r.exit_code == 2 and message in r.output and "Traceback" not in r.output, r.output

@@ -1,8 +1,11 @@
 """``tensorcfr pasur serve`` (the web page) and ``tensorcfr pasur play`` (the terminal game).
 
-Both play open-hands Pasur against an AI (exact, random, and with ``--table DIR`` /
-``--model DIR`` the strategy table and the learned model), with hints, undo and an exact
-end-of-game analysis. fastapi and uvicorn are imported only when ``serve`` runs.
+Both play Pasur against an AI in one of two modes (``--mode``): ``hidden`` hands (the real
+game, the default: the AI is a hidden-hand agent, any name of the agents registry; hints are
+its estimates) or ``open`` hands (double-dummy study mode: exact, random, and with
+``--table DIR`` / ``--model DIR`` the strategy table and the learned model; exact hints). Undo,
+and an exact end-of-game analysis in both. fastapi and uvicorn are imported only when
+``serve`` runs.
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ import typer
 from tensorcfr.cli.common import console, err_console, fail
 from tensorcfr.errors import TensorCFRError
 
-AI_CHOICES = ("exact", "model", "table", "random")
+MODE_HELP = ("hidden (the real game: each side sees only its own hand) or open (both hands "
+             "and the rounds to come shown, double-dummy); default hidden")
 
 
 def _check_folder(option: str, path: Optional[str]) -> Optional[str]:
@@ -74,15 +78,19 @@ def serve_command(
                                   "recently used goes first)."),
     ttl_minutes: float = typer.Option(120.0, "--ttl-minutes", help="A game idle this long "
                                       "expires."),
-    cache_size: int = typer.Option(8, "--cache-size", help="Exact solutions kept in memory "
+    cache_size: int = typer.Option(4, "--cache-size", help="Exact solutions kept in memory "
                                    "(5-60 MiB each)."),
     threads: Optional[int] = typer.Option(None, "--threads", help="Torch threads (default 1)."),
     device: str = typer.Option("cpu", "--device", help="Torch device of the solver and model."),
+    mode: str = typer.Option("hidden", "--mode", help="The mode new games start in (the page "
+                             "can switch): " + MODE_HELP + "."),
 ) -> None:
-    """Serve the Pasur page: play open-hands Pasur against the AI in a browser."""
+    """Serve the Pasur page: play Pasur against the AI in a browser (hidden or open hands)."""
+    from tensorcfr.play.session import check_mode
     from tensorcfr.utils.resources import set_threads
 
     try:
+        check_mode(mode)
         if not 1 <= port <= 65535:
             raise TensorCFRError(f"--port must be 1..65535, got {port}")
         if max_games < 1:
@@ -101,18 +109,19 @@ def serve_command(
         from tensorcfr.play.server import create_app
 
         app = create_app(table=table_dir, model=model_dir, max_games=max_games,
-                         ttl_seconds=ttl_minutes * 60, cache_size=cache_size, device=device)
+                         ttl_seconds=ttl_minutes * 60, cache_size=cache_size, device=device,
+                         mode=mode)
     except TensorCFRError as exc:
         fail(str(exc), exc.exit_code)
         return
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{port}/"
-    ais = "exact, random" + (", table" if table_dir else "") + (", model" if model_dir else "")
-    console.print(f"Pasur: open [bold]{url}[/] in a browser (AIs: {ais}; {n_threads} torch "
-                  "thread(s); Ctrl+C stops)", highlight=False, soft_wrap=True)
-    if not _is_loopback(host):
+    if not _is_loopback(host):  # before the URL line, one unbroken line
         err_console.print(f"[yellow]warning:[/] listening on {host}: anyone who can reach this "
-                          "machine can use the server", highlight=False)
+                          "machine can use the server", highlight=False, soft_wrap=True)
+    console.print(f"Pasur: open [bold]{url}[/] in a browser (new games: {mode} hands; "
+                  f"{n_threads} torch thread(s); Ctrl+C stops)", highlight=False,
+                  soft_wrap=True)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False)
     server = uvicorn.Server(config)
     try:
@@ -152,29 +161,50 @@ def play_command(
     deal_file: Optional[str] = typer.Option(None, "--deal-file", help="A file with the deal: "
                                             "a JSON list of 52 card indices or 52 card codes."),
     seat: str = typer.Option("alex", "--as", help="Your seat: alex (plays first) or bob."),
-    ai: str = typer.Option("exact", "--ai", help="The opponent: exact, model, table or random."),
+    mode: str = typer.Option("hidden", "--mode", help=MODE_HELP + "."),
+    ai: Optional[str] = typer.Option(None, "--ai", help="The opponent. Hidden hands: any "
+                                     "hidden-hand agent (random, exact = cheating reference, "
+                                     "and those the agents registry adds; default "
+                                     "random until a stronger one is the default). Open hands: "
+                                     "exact (default), random, table or model."),
     table: Optional[str] = typer.Option(None, "--table", help="A DCFR run folder, for --ai table "
                                         "(without --seed/--deal: its deal is played)."),
     model: Optional[str] = typer.Option(None, "--model", help="An XGBoost model folder, for "
                                         "--ai model."),
-    ai_seed: int = typer.Option(0, "--ai-seed", help="Seed of the AI's random draws."),
+    ai_seed: int = typer.Option(0, "--ai-seed", help="Seed of the AI's random draws "
+                                "(0..2^63-1)."),
     record: Optional[str] = typer.Option(None, "--record", help="Save the finished game's "
                                          "record (JSON) to this file."),
     threads: Optional[int] = typer.Option(None, "--threads", help="Torch threads (default 1)."),
     device: str = typer.Option("cpu", "--device", help="Torch device of the solver and model."),
 ) -> None:
-    """Play open-hands Pasur against the AI in the terminal (hint, undo, quit)."""
+    """Play Pasur against the AI in the terminal, hidden or open hands (hint, undo, quit)."""
     import random as _random
 
     from tensorcfr.cli.pasur_solve import choose_deal
     from tensorcfr.games.pasur.engine.rules import random_deal
-    from tensorcfr.play.session import GameSession, SolutionCache, seat_index
+    from tensorcfr.play.session import (
+        GameSession,
+        SolutionCache,
+        ai_names,
+        check_mode,
+        check_seed,
+        default_ai,
+        seat_index,
+    )
     from tensorcfr.play.terminal import TerminalGame
     from tensorcfr.utils.resources import set_threads
 
     try:
-        if ai not in AI_CHOICES:
-            raise TensorCFRError(f"--ai must be one of {', '.join(AI_CHOICES)}, got {ai!r}")
+        check_mode(mode)
+        if ai is None:
+            ai = default_ai(mode)
+        if ai not in ai_names(mode):
+            raise TensorCFRError(f"--ai must be one of {', '.join(ai_names(mode))} with "
+                                 f"--mode {mode}, got {ai!r}")
+        if seed is not None:
+            check_seed(seed, "--seed")
+        check_seed(ai_seed, "--ai-seed")
         if seat.strip().lower() not in ("alex", "bob"):
             raise TensorCFRError(f"--as must be alex or bob, got {seat!r}")
         if ai == "table" and table is None:
@@ -203,10 +233,10 @@ def play_command(
             the_deal = choose_deal(deal, deal_file, seed)
         set_threads(threads)
         solutions = SolutionCache(max_size=1, device=device)
-        session = GameSession(the_deal, seat_index(seat), ai, solutions=solutions,
+        session = GameSession(the_deal, seat_index(seat), ai, mode=mode, solutions=solutions,
                               ai_seed=ai_seed, seed=seed, table=table_dir, model=model_dir,
                               device=device)
-        solutions.prefetch(session.deal)
+        solutions.prefetch(session.deal)  # the analysis (and open hands' hints) need it
         if seed is not None:
             console.print(f"deal seed {seed}", highlight=False)
         TerminalGame(session, console, record_path=record).run()

@@ -1,21 +1,33 @@
 """A game of Pasur between a human and an AI, independent of any user interface.
 
-A :class:`GameSession` holds the deal, the human's seat, the AI player, the list of positions
-so far (undo pops back to the human's previous decision), and answers the questions a player
-asks: the legal plays, hints (every legal play with its exact value and the points it loses
-against the best play), and after the game the analysis (final score and breakdown, the deal's
-exact value, each play marked with the points it cost). A finished game exports to the
-project's game record format; an imported record becomes a finished session to step through
-with the same analysis.
+This module is the one place that knows the two modes of play and what each may show:
+
+* ``hidden`` (the real game, the default, :data:`DEFAULT_MODE`): each side sees its own hand,
+  the pool and the cards played. The AI is a hidden-hand agent by name
+  (:data:`tensorcfr.games.pasur.agents.AGENT_NAMES`, default :data:`DEFAULT_HIDDEN_AGENT`)
+  that is handed only its :func:`observe` observation. Hints are that agent's *estimates* of
+  the human's legal plays (from the human's observation); exact values, which reveal the
+  hidden cards, come only after the game.
+* ``open`` (the study mode, double-dummy): both hands and the rounds to come are shown; the AI
+  is an open-hands player (:data:`AI_NAMES`), hints are exact values.
+
+A :class:`GameSession` holds the deal, the mode, the human's seat, the AI, the list of
+positions so far (undo pops back to the human's previous decision), and answers the questions
+a player asks: the legal plays, hints, and after the game the analysis (final score and
+breakdown, the deal's exact value, each play marked with the points it cost against perfect
+information and, in hidden mode, against the agent's estimate at that moment). A finished
+game exports to the project's game record format (with its mode); an imported record becomes a
+finished session to step through with the same analysis.
+
+It knows nothing of HTTP or terminals.
 
 Exact values come from :func:`tensorcfr.games.pasur.solving.exact.solve_exact` through a
 :class:`SolutionCache` (a bounded LRU shared by all sessions; one solve per deal even when
 several threads ask at once).
 
-What a client may see is built by :meth:`GameSession.view` only. The game as solved is
-open-hands (double-dummy): both hands are shown. ``visibility="hidden"`` already builds the
-view of a future hidden-hand mode (the other hand as a count, no deal, no exact values) so a
-server can never send a client cards it may not see.
+What a client may see is built by :meth:`GameSession.view` only: in hidden mode (until the
+game is over) from :func:`observe` of the human's seat, so a server can never send a client a
+card it may not see.
 
 All values are points, Alex's minus Bob's in the engine; hints and costs are turned to the
 side of the player concerned (positive = good for that player).
@@ -32,9 +44,11 @@ from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from tensorcfr.errors import InvalidRecordError, TensorCFRError
 from tensorcfr.games.pasur.engine.cards import card_code
+from tensorcfr.games.pasur.engine.observation import observe
 from tensorcfr.games.pasur.engine.records import GameRecord, parse_record, replay_record
 from tensorcfr.games.pasur.engine.rules import (
     NUM_PLAYS,
+    NUM_ROUNDS,
     PLAYERS,
     Action,
     GameState,
@@ -43,28 +57,90 @@ from tensorcfr.games.pasur.engine.rules import (
     initial_state,
     legal_actions,
     random_deal,
+    round_hands,
     score,
+    score_pile,
     validate_deal,
 )
 
 __all__ = [
     "AI_NAMES",
+    "DEFAULT_HIDDEN_AGENT",
+    "DEFAULT_MODE",
+    "DEFAULT_OPEN_AI",
     "GameSession",
+    "HiddenCardsError",
     "IllegalMoveError",
+    "MODES",
     "PlayerCache",
+    "SEED_MAX",
     "SolutionCache",
     "VISIBILITIES",
+    "ai_names",
+    "check_mode",
+    "check_seed",
+    "default_ai",
+    "hidden_agent_names",
     "make_ai",
+    "make_hidden_agent",
+    "release_freed_memory",
     "seat_index",
 ]
 
 AI_NAMES = ("exact", "random", "table", "model")
-"""Every AI a game can be played against (``exact`` and ``random`` need nothing else)."""
+"""Every open-hands AI a game can be played against (``exact`` and ``random`` need nothing
+else)."""
+MODES = ("hidden", "open")
+"""The modes of play: ``hidden`` hands (the real game) and ``open`` hands (double-dummy)."""
+DEFAULT_MODE = "hidden"
+DEFAULT_HIDDEN_AGENT = "random"
+"""The hidden-hand agent a game is played against unless another is named: the one name to
+change when a stronger agent (``pimc``, ``greedy``) answers in time."""
+DEFAULT_OPEN_AI = "exact"
 VISIBILITIES = ("open", "hidden")
+SEED_MAX = 2**63 - 1
+"""Seeds of deals and of the AI's draws are 0..SEED_MAX everywhere (CLI, API, page)."""
 
 
 class IllegalMoveError(TensorCFRError):
     """A play or command the game cannot accept now; the message is one sentence."""
+
+
+class HiddenCardsError(IllegalMoveError):
+    """A question whose answer would reveal cards the human may not see yet."""
+
+
+def check_seed(seed: int, what: str = "seed") -> int:
+    """``seed`` if it is a whole number in 0..:data:`SEED_MAX`; one-line error otherwise."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= SEED_MAX:
+        raise TensorCFRError(f"the {what} must be a whole number from 0 to 2^63-1 "
+                             f"({SEED_MAX}), got {seed!r}")
+    return seed
+
+
+def check_mode(mode: str) -> str:
+    """``mode`` if it is one of :data:`MODES`; one-line error otherwise."""
+    if mode not in MODES:
+        raise TensorCFRError(f"the mode is hidden or open, got {mode!r}")
+    return mode
+
+
+def hidden_agent_names() -> tuple[str, ...]:
+    """Every hidden-hand agent's name (the registry's :data:`AGENT_NAMES`, read when asked so
+    that a newly registered agent is offered at once)."""
+    from tensorcfr.games.pasur.agents import AGENT_NAMES
+
+    return tuple(AGENT_NAMES)
+
+
+def ai_names(mode: str) -> tuple[str, ...]:
+    """The AIs a game in ``mode`` can be played against."""
+    return hidden_agent_names() if check_mode(mode) == "hidden" else AI_NAMES
+
+
+def default_ai(mode: str) -> str:
+    """The AI of a game in ``mode`` when none is named."""
+    return DEFAULT_HIDDEN_AGENT if check_mode(mode) == "hidden" else DEFAULT_OPEN_AI
 
 
 class PlayerLike(Protocol):
@@ -93,6 +169,26 @@ def action_json(action: Action) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- exact solutions
+
+def release_freed_memory() -> None:
+    """Hand memory freed by a finished solve back to the operating system (glibc's
+    ``malloc_trim``; nothing elsewhere). An exact solve's graph peaks at hundreds of MiB and
+    more on hard deals; without this the allocator keeps those pages, and a server's resident
+    memory ratchets up to the largest solves seen (measured: 0.5 to 2.3 GiB after a flood of new
+    open-hands games)."""
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    if not name:
+        return
+    try:
+        libc = ctypes.CDLL(name)
+        trim = libc.malloc_trim
+    except (OSError, AttributeError):  # not glibc
+        return
+    trim(0)
+
 
 class _Dropped(Exception):
     """A queued background solve whose entry was evicted before it started."""
@@ -155,7 +251,10 @@ class SolutionCache:
                 if dropped:  # evicted while queued: whoever still waits solves it afresh
                     raise _Dropped()
                 self.solves += 1
-                result = self._solve(deal)
+                try:
+                    result = self._solve(deal)
+                finally:
+                    release_freed_memory()  # the solve's transient peak goes back
             fut.set_result(result)
         except BaseException as exc:  # noqa: BLE001 - handed to every waiter
             with self._lock:
@@ -215,9 +314,10 @@ class SolutionCache:
 class _ExactAI:
     """The exact AI over the shared :class:`SolutionCache`.
 
-    ``players.make_player("exact", deal, solution=...)`` is built on the first question, from
-    the cached solution (so a game starts at once, hints and the AI share one solve, and the
-    page can show a spinner while that solve runs).
+    ``players.make_player("exact", deal, solution=...)`` is built for each question from the
+    cached solution (so a game starts at once, hints and the AI share one solve, and the page
+    can show a spinner while that solve runs). It is not kept: a held game must not hold its
+    solution (5-60 MiB) beyond the cache's bound.
     """
 
     name = "exact"
@@ -226,15 +326,13 @@ class _ExactAI:
         self.deal = deal
         self.solutions = solutions
         self.device = device
-        self._player: Any = None
 
     def action_probs(self, states: Sequence[GameState]) -> list[list[tuple[Action, float]]]:
-        if self._player is None:
-            from tensorcfr.games.pasur.agents import make_player
+        from tensorcfr.games.pasur.agents import make_player
 
-            self._player = make_player("exact", self.deal, device=self.device,
-                                       solution=self.solutions.get(self.deal))
-        return self._player.action_probs(states)
+        player = make_player("exact", self.deal, device=self.device,
+                             solution=self.solutions.get(self.deal))
+        return player.action_probs(states)
 
 
 class _UniformPlayer:
@@ -363,35 +461,69 @@ def _play_info(before: GameState, after: GameState, by: str) -> PlayInfo:
                     sur=after.surs[p] > before.surs[p], cleanup=cleanup, cleanup_to=cleanup_to)
 
 
+def make_hidden_agent(name: str, *, device: str = "cpu", options: Any = None) -> Any:
+    """The hidden-hand agent ``name`` (:func:`tensorcfr.games.pasur.agents.make_agent`);
+    one-line :class:`TensorCFRError` for an unknown name."""
+    from tensorcfr.games.pasur.agents import AgentOptions, make_agent
+
+    names = hidden_agent_names()
+    if name not in names:
+        raise TensorCFRError(f"unknown AI {name!r} for hidden hands: choose one of "
+                             f"{', '.join(names)}")
+    return make_agent(name, options if options is not None else AgentOptions(device=device))
+
+
+def _r2(x: float) -> float:
+    """An estimate rounded to 2 decimals for display (points)."""
+    return round(float(x), 2)
+
+
 class GameSession:
-    """One game: a deal, the human's seat, an AI, and the positions played so far.
+    """One game: a deal, the mode, the human's seat, an AI, and the positions played so far.
 
     Args:
         deal: 52 card indices (validated).
         human: the human's seat, ``"alex"``/``"bob"`` or 0/1.
-        ai: the AI's name (see :data:`AI_NAMES`); ``player`` overrides the player object.
-        solutions: the shared :class:`SolutionCache` (hints, analysis, the exact AI).
+        ai: the AI's name (see :func:`ai_names`; default :func:`default_ai` of the mode);
+            ``player`` (open) or ``agent`` (hidden) overrides the object that plays.
+        mode: ``"hidden"`` (the real game) or ``"open"`` (double-dummy study mode).
+        solutions: the shared :class:`SolutionCache` (exact hints, analysis, the exact AI).
         ai_seed: seed of the AI's random draws (same seed and same plays, same game).
         seed: the seed of the deal when it is a seeded random deal (shown, recorded).
+        agent_options: :class:`tensorcfr.games.pasur.agents.AgentOptions` of a hidden agent.
     """
 
-    def __init__(self, deal: Sequence[int], human: str | int = "alex", ai: str = "exact", *,
-                 solutions: SolutionCache | None = None, player: PlayerLike | None = None,
+    def __init__(self, deal: Sequence[int], human: str | int = "alex", ai: str | None = None,
+                 *, mode: str = DEFAULT_MODE, solutions: SolutionCache | None = None,
+                 player: PlayerLike | None = None, agent: Any = None,
                  ai_seed: int | None = 0, seed: int | None = None, model: str | None = None,
                  table: str | None = None, device: str = "cpu",
-                 players: PlayerCache | None = None) -> None:
+                 players: PlayerCache | None = None, agent_options: Any = None) -> None:
         self.deal = validate_deal(deal)
+        self.mode = check_mode(mode)
         self.human = seat_index(human)
-        self.ai_name = ai
+        self.ai_name: str | None = ai if ai is not None else default_ai(self.mode)
         self.seed = seed
+        self.ai_seed = int(ai_seed) if ai_seed is not None else 0
+        self.device = device
+        self.agent_options = agent_options
         self.solutions = solutions if solutions is not None else SolutionCache()
-        self.player = player if player is not None else make_ai(
-            ai, self.deal, solutions=self.solutions, model=model, table=table, device=device,
-            players=players)
+        self.player: PlayerLike | None = None
+        self.agent: Any = None
+        if self.mode == "hidden" and player is None:
+            self.agent = agent if agent is not None else make_hidden_agent(
+                self.ai_name, device=device, options=agent_options)
+            self.agent.reset(self.ai_seed)
+        else:
+            self.player = player if player is not None else make_ai(
+                self.ai_name, self.deal, solutions=self.solutions, model=model, table=table,
+                device=device, players=players)
         self.rng = random.Random(ai_seed)
         self.states: list[GameState] = [initial_state(self.deal)]
         self.plays: list[PlayInfo] = []
         self.imported = False
+        self._advisor: Any = None  # a second agent of the same name: hints and the analysis
+        self._estimates: dict[tuple[Any, ...], Any] = {}
 
     # ----------------------------------------------------------------- construction
 
@@ -401,23 +533,31 @@ class GameSession:
 
         The record must be valid and every play legal (:class:`InvalidRecordError` otherwise,
         one line). A ``"human"`` key (``"Alex"``/``"Bob"``, as exported here) marks whose plays
-        the analysis is about; without it both sides' plays are analysed alike.
+        the analysis is about; without it both sides' plays are analysed alike. ``"mode"``
+        (``hidden``/``open``; older records without it were open-hands games) and ``"ai"``
+        are kept: a hidden-hand record's analysis adds that agent's estimates.
         """
         record = parse_record(obj)
         result = replay_record(record)
         if not result.legal:
             assert result.illegal_play is not None
             raise InvalidRecordError(f"illegal record: {result.illegal_play.message()}")
-        human_raw = obj.get("human") if isinstance(obj, dict) else None
+        meta = obj if isinstance(obj, dict) else {}
+        human_raw = meta.get("human")
         try:
             human = seat_index(human_raw) if human_raw is not None else 0
         except TensorCFRError:
             human = 0
-        ai_raw = obj.get("ai") if isinstance(obj, dict) else None
-        session = cls(record.deal, human, "random", solutions=solutions, player=_UniformPlayer())
-        session.ai_name = ai_raw if isinstance(ai_raw, str) and ai_raw in AI_NAMES else None
-        seed_raw = obj.get("seed") if isinstance(obj, dict) else None
-        if (isinstance(seed_raw, int) and not isinstance(seed_raw, bool) and seed_raw >= 0
+        mode = meta.get("mode") if meta.get("mode") in MODES else "open"
+        session = cls(record.deal, human, "random", mode="open", solutions=solutions,
+                      player=_UniformPlayer())
+        session.mode = mode
+        ai_raw = meta.get("ai")
+        session.ai_name = ai_raw if isinstance(ai_raw, str) and ai_raw in ai_names(mode) \
+            else None
+        seed_raw = meta.get("seed")
+        if (isinstance(seed_raw, int) and not isinstance(seed_raw, bool)
+                and 0 <= seed_raw <= SEED_MAX
                 and tuple(random_deal(seed_raw)) == tuple(record.deal)):  # a seed of this deal
             session.seed = seed_raw
         session.imported = True
@@ -427,6 +567,26 @@ class GameSession:
         return session
 
     human_known = True
+
+    def play_on(self, at: int, *, ai_seed: int | None = None) -> "GameSession":
+        """A new game that continues this finished one from position ``at`` (before play
+        ``at``): same deal, mode, seat and AI (a record without an AI gets the mode's
+        default), the first ``at`` plays kept. In hidden mode the new game hides the cards
+        again (the player has seen them: a study aid, not a fair game)."""
+        if not self.over:
+            raise IllegalMoveError("only a finished game can be played on from a position")
+        if not 0 <= at < NUM_PLAYS:
+            raise IllegalMoveError(f"position {at} cannot be played on from (0..{NUM_PLAYS - 1})")
+        ai = self.ai_name if self.ai_name in ai_names(self.mode) else default_ai(self.mode)
+        session = GameSession(self.deal, self.human, ai, mode=self.mode,
+                              solutions=self.solutions, ai_seed=self.ai_seed if ai_seed is None
+                              else ai_seed, seed=self.seed, device=self.device,
+                              agent_options=self.agent_options)
+        for info in self.plays[:at]:
+            by = info.by if info.by != "record" else (
+                "human" if info.player == self.human else "ai")
+            session._apply(info.action, by)
+        return session
 
     # ----------------------------------------------------------------- state
 
@@ -450,6 +610,14 @@ class GameSession:
     @property
     def ai_to_move(self) -> bool:
         return not self.over and self.state.player == self.ai_seat and not self.imported
+
+    @property
+    def ai_sees_everything(self) -> bool:
+        """Whether the AI sees the human's hand: always in open mode; in hidden mode only the
+        cheating reference agent ``exact`` does."""
+        if self.mode == "open":
+            return True
+        return bool(getattr(self.agent, "sees_everything", False))
 
     def legal(self) -> list[Action]:
         """The legal plays of the player to move, in :func:`legal_actions` order."""
@@ -482,15 +650,30 @@ class GameSession:
         return self._apply(action, "human")
 
     def ai_probs(self) -> list[tuple[Action, float]]:
-        """The AI's probabilities over the legal plays of the position (its turn)."""
+        """The open-hands AI's probabilities over the legal plays of the position (its turn)."""
+        if self.player is None:
+            raise IllegalMoveError("a hidden-hand agent chooses one play, it has no "
+                                   "probabilities")
         return self.player.action_probs([self.state])[0]
 
     def ai_play(self) -> PlayInfo:
-        """The AI's next play, drawn from its probabilities with the session's RNG."""
+        """The AI's next play: in hidden mode the agent's choice from its observation (the
+        true state only for an agent that ``sees_everything``); in open mode drawn from the
+        player's probabilities with the session's RNG."""
         if not self.ai_to_move:
             raise IllegalMoveError("it is not the AI's turn" if not self.over
                                    else "the game is over")
-        action = sample_action(self.ai_probs(), self.rng)
+        if self.agent is not None:
+            state = self.state
+            obs = observe(state, self.ai_seat)
+            action = self.agent.choose(obs, state if self.agent.sees_everything else None)
+            action = Action(action.card, tuple(sorted(action.captured)))
+            reason = illegal_reason(state, action)
+            if reason is not None:  # pragma: no cover - an agent bug, said plainly
+                raise TensorCFRError(f"the {self.ai_name} agent chose an illegal play "
+                                     f"{action.notation()}: {reason}")
+        else:
+            action = sample_action(self.ai_probs(), self.rng)
         return self._apply(action, "ai")
 
     def advance(self) -> list[PlayInfo]:
@@ -502,11 +685,16 @@ class GameSession:
 
     @property
     def can_undo(self) -> bool:
-        return not self.imported and any(p.by == "human" for p in self.plays)
+        if self.imported or (self.mode == "hidden" and self.over):
+            return False  # hidden hands: the cards are revealed once the game is over
+        return any(p.by == "human" for p in self.plays)
 
     def undo(self) -> int:
         """Take back the human's last play and the AI's plays after it; returns plays undone."""
         if not self.can_undo:
+            if self.mode == "hidden" and self.over and not self.imported:
+                raise IllegalMoveError("the game is over and every card has been shown: "
+                                       "start a new game")
             raise IllegalMoveError("there is no play of yours to take back")
         undone = 0
         while self.plays:
@@ -517,18 +705,88 @@ class GameSession:
                 break
         return undone
 
+    # ----------------------------------------------------------------- the agent's estimates
+
+    def _advisor_agent(self) -> Any:
+        """A second agent of the AI's name (its draws apart from the playing agent's), or
+        None when the game has no hidden-hand agent."""
+        if self.mode != "hidden" or self.ai_name is None:
+            return None
+        if self._advisor is None:
+            self._advisor = make_hidden_agent(self.ai_name, device=self.device,
+                                              options=self.agent_options)
+        return self._advisor
+
+    def estimates_at(self, index: int) -> list[Any] | None:
+        """The hidden-hand agent's estimates of the legal plays at position ``index``, from
+        the mover's observation (``PlayEstimate`` list, mover's side), or None when the agent
+        gives none. Cached per position; the agent's draws are seeded by the position, so the
+        same position gets the same estimates."""
+        advisor = self._advisor_agent()
+        if advisor is None:
+            return None
+        state = self.states[index]
+        key = (index, tuple(state.history))
+        if key not in self._estimates:
+            advisor.reset((self.ai_seed * 1_000_003 + 7919 * (index + 1)) % (SEED_MAX + 1))
+            self._estimates[key] = advisor.estimates(observe(state, state.player))
+        return self._estimates[key]
+
+    def _estimate_rows(self, estimates: Sequence[Any]) -> list[dict[str, Any]]:
+        best = max(e.value for e in estimates)
+        return [{**action_json(e.action), "value": _r2(e.value), "loss": _r2(best - e.value),
+                 "best": e.value == best, "samples": int(e.samples)} for e in estimates]
+
+    # ----------------------------------------------------------------- hints
+
+    def hint_report(self, at: int | None = None) -> dict[str, Any]:
+        """What the Hint button shows for position ``at`` (default: now).
+
+        ``kind`` ``"exact"``: open mode, or any position of a finished game: :meth:`hints`.
+        ``"estimate"``: hidden mode during the game: the agent's estimates of the human's
+        legal plays from the human's observation (``value``: mean final point difference for
+        the human over ``samples`` draws; ``loss``: against the best estimate). ``"none"``:
+        the agent gives no estimates (``message`` says so). Raises :class:`IllegalMoveError`
+        at the AI's turn of a hidden game (its plays would show its hand).
+        """
+        state = self._state_at(at)
+        if state.is_terminal:
+            raise IllegalMoveError("the game is over: no plays to hint")
+        if at is not None and not self.over:
+            raise IllegalMoveError("only a finished game can be stepped through")
+        out: dict[str, Any] = {"at": state.play_index, "player": PLAYERS[state.player],
+                               "agent": self.ai_name}
+        if self.mode == "open" or self.over:
+            return {**out, "kind": "exact", "hints": self.hints(at)}
+        if state.player != self.human:
+            raise IllegalMoveError("hints are for your own turn")
+        estimates = self.estimates_at(len(self.states) - 1)
+        if estimates is None:
+            return {**out, "kind": "none", "hints": [],
+                    "message": f"the {self.ai_name} agent gives no estimates"}
+        return {**out, "kind": "estimate", "hints": self._estimate_rows(estimates),
+                "samples": max(int(e.samples) for e in estimates)}
+
     # ----------------------------------------------------------------- exact values
 
     def solution_ready(self) -> bool:
         return self.solutions.is_ready(self.deal)
+
+    def _exact_allowed(self) -> None:
+        if self.mode == "hidden" and not self.over:
+            raise HiddenCardsError("exact values reveal the hidden cards: hints give the "
+                                   "agent's estimates, and the exact analysis comes after the "
+                                   "game in hidden-hand mode")
 
     def hints(self, at: int | None = None) -> list[dict[str, Any]]:
         """Every legal play at position ``at`` (default: now) with its exact value.
 
         ``value`` is the final point difference for the player to move (their points minus
         the other's) if that play is made and both play optimally afterwards; ``loss`` is
-        the points it gives away against the best play (0 for every optimal play).
+        the points it gives away against the best play (0 for every optimal play). Raises
+        :class:`HiddenCardsError` in hidden mode before the game is over.
         """
+        self._exact_allowed()
         state = self._state_at(at)
         if state.is_terminal:
             raise IllegalMoveError("the game is over: no plays to hint")
@@ -546,16 +804,24 @@ class GameSession:
         return self.states[at]
 
     def analysis(self) -> dict[str, Any]:
-        """The end-of-game analysis (also for an unfinished game: the plays so far).
+        """The end-of-game analysis (also for an unfinished open game: the plays so far).
 
         Keys: ``final`` (both score breakdowns and ``utility``, Alex minus Bob),
         ``exact_value`` (the deal's value under optimal play, Alex minus Bob), ``human`` and,
         from the human's side, ``human_result`` and ``human_exact``; ``human_cost`` and
         ``ai_cost`` (points given away by each side against optimal play) and ``plays``: one
         row per play with its ``cost`` for its mover (0 = an optimal play), the
-        ``best`` plays there and their ``best_value`` (mover's side). Identity:
+        ``best`` plays there, their ``best_value`` (mover's side) and ``value_alex`` (the
+        position's exact value before the play, Alex's side). Identity:
         ``utility = exact_value - alex_cost + bob_cost``.
+
+        In hidden mode, ``estimate`` sums up the agent's view (``agent``, ``available``,
+        ``human_cost``: the points the human's plays gave away against the agent's estimate
+        at that moment, what a player could have known) and each human play's row has
+        ``estimate_value``, ``estimate_cost``, ``estimate_best`` and ``samples``. Raises
+        :class:`HiddenCardsError` in hidden mode before the game is over.
         """
+        self._exact_allowed()
         solution = self.solutions.get(self.deal)
         rows = []
         costs = [0, 0]
@@ -567,12 +833,15 @@ class GameSession:
             cost = best - played
             costs[info.player] += cost
             rows.append({**info.as_dict(), "cost": cost, "value": played,
-                         "best_value": best, "alternatives": len(values),
+                         "best_value": best, "value_alex": sign * best,
+                         "alternatives": len(values),
                          "best": [a.notation() for a, v in values if sign * v == best]})
         alex, bob = score(self.state)
         sign_h = 1 if self.human == 0 else -1
         utility = alex.total - bob.total
-        return {
+        out = {
+            "mode": self.mode,
+            "ai": self.ai_name,
             "over": self.over,
             "final": {"Alex": alex.as_dict(), "Bob": bob.as_dict(), "utility": utility},
             "exact_value": int(solution.value),
@@ -584,6 +853,39 @@ class GameSession:
             "cost": {"Alex": costs[0], "Bob": costs[1]},
             "plays": rows,
         }
+        if self.mode == "hidden":
+            out["estimate"] = self._estimate_analysis(rows)
+        return out
+
+    def _estimate_analysis(self, rows: list[dict[str, Any]]) -> dict[str, Any]:
+        """Adds the agent's estimate columns to the human's rows; returns the summary."""
+        summary: dict[str, Any] = {"agent": self.ai_name, "available": False,
+                                   "human_cost": None}
+        if self.ai_name is None:
+            summary["message"] = "the record does not name a hidden-hand agent"
+            return summary
+        if not self.human_known:
+            summary["message"] = "the record does not say which side was the human"
+            return summary
+        total = 0.0
+        for index, row in enumerate(rows):
+            if self.plays[index].player != self.human:
+                continue
+            estimates = self.estimates_at(index)
+            if estimates is None:
+                summary["message"] = f"the {self.ai_name} agent gives no estimates"
+                return summary
+            best = max(e.value for e in estimates)
+            played = next((e for e in estimates if e.action == self.plays[index].action), None)
+            if played is None:  # pragma: no cover - an agent that skips a legal play
+                continue
+            row["estimate_value"] = _r2(played.value)
+            row["estimate_cost"] = _r2(best - played.value)
+            row["estimate_best"] = [e.action.notation() for e in estimates if e.value == best]
+            row["samples"] = int(played.samples)
+            total += best - played.value
+        summary.update(available=True, human_cost=_r2(total))
+        return summary
 
     # ----------------------------------------------------------------- records
 
@@ -596,14 +898,15 @@ class GameSession:
         return GameRecord(deal=self.deal, plays=tuple(p.action for p in self.plays))
 
     def record_json(self) -> dict[str, Any]:
-        """The record as JSON (the project's format) with ``source``, ``human``, ``ai`` and the
-        ``notation`` of each play added (extra keys the format allows)."""
+        """The record as JSON (the project's format) with ``source``, ``mode``, ``human``,
+        ``ai`` and the ``notation`` of each play added (extra keys the format allows)."""
         from tensorcfr.games.pasur.engine.records import record_to_json
 
         obj = record_to_json(self.record())
         for play, info in zip(obj["plays"], self.plays):
             play["notation"] = info.action.notation()
         obj["source"] = "tensorcfr pasur play"
+        obj["mode"] = self.mode
         if self.human_known:
             obj["human"] = PLAYERS[self.human]
         if self.ai_name:
@@ -625,14 +928,31 @@ class GameSession:
 
     # ----------------------------------------------------------------- views
 
-    def view(self, seat: str | int | None = None, *, visibility: str = "open",
+    def visibility(self) -> str:
+        """What the human may see now: ``"open"`` (open mode, or a finished game: everything
+        is revealed) or ``"hidden"``."""
+        return "open" if self.mode == "open" or self.over else "hidden"
+
+    def rounds_to_come(self, state: GameState) -> list[dict[str, Any]]:
+        """The hands of the rounds after ``state``'s round (open hands only): one
+        ``{"round": 1..6, "Alex": [4 cards], "Bob": [4 cards]}`` per round to come."""
+        out = []
+        for r in range(min(state.round, NUM_ROUNDS) + 1, NUM_ROUNDS):
+            alex, bob = round_hands(self.deal, r)
+            out.append({"round": r + 1, "Alex": list(alex), "Bob": list(bob)})
+        return out
+
+    def view(self, seat: str | int | None = None, *, visibility: str | None = None,
              at: int | None = None) -> dict[str, Any]:
         """Everything a client sitting at ``seat`` (default: the human's) may see.
 
-        ``visibility="open"`` (the game as solved, double-dummy): both hands and the deal.
-        ``"hidden"``: the other side's hand only as a count, no deal, no future hands. ``at``
-        shows the position before play ``at`` (stepping through a finished game).
+        ``visibility`` (default :meth:`visibility`): ``"open"``: both hands, the deal and the
+        rounds to come. ``"hidden"``: built from :func:`observe` of the seat: the other hand
+        only as a count, the undealt cards only as a count. ``at`` shows the position before
+        play ``at`` (stepping through a finished game).
         """
+        if visibility is None:
+            visibility = self.visibility()
         if visibility not in VISIBILITIES:
             raise ValueError(f"visibility must be one of {VISIBILITIES}")
         me = self.human if seat is None else seat_index(seat)
@@ -641,22 +961,33 @@ class GameSession:
         index = len(self.states) - 1 if at is None else at
         state = self._state_at(index)
         open_hands = visibility == "open"
-        hands: dict[str, Any] = {}
-        for p, name in enumerate(PLAYERS):
-            if open_hands or p == me:
-                hands[name] = list(state.hands[p])
-            else:
-                hands[name] = None
-        alex, bob = score(state)
         stepping = index != len(self.states) - 1
         your_turn = (not stepping and not state.is_terminal and state.player == me
                      and not self.imported)
+        if open_hands:
+            hands: dict[str, Any] = {name: list(state.hands[p])
+                                     for p, name in enumerate(PLAYERS)}
+            pool, piles, surs = state.pool, state.piles, state.surs
+            counts = [len(state.hands[0]), len(state.hands[1])]
+            legal = legal_actions(state) if your_turn else []
+        else:  # only what the seat observes
+            obs = observe(state, me)
+            hands = {PLAYERS[me]: list(obs.hand), PLAYERS[1 - me]: None}
+            pool, piles, surs = obs.pool, obs.piles, obs.surs
+            counts = [0, 0]
+            counts[me], counts[1 - me] = len(obs.hand), obs.opponent_hand_size
+            legal = obs.legal_actions() if your_turn else []
+        alex, bob = score_pile(piles[0], surs[0]), score_pile(piles[1], surs[1])
+        undealt = 8 * max(0, NUM_ROUNDS - 1 - min(state.round, NUM_ROUNDS - 1)) \
+            if not state.is_terminal else 0
         plays = [p.as_dict() for p in self.plays[:index]]
         out: dict[str, Any] = {
-            "mode": visibility,
+            "mode": self.mode,
+            "visibility": visibility,
             "seat": PLAYERS[me],
             "human": PLAYERS[self.human],
             "ai": self.ai_name,
+            "ai_sees_your_hand": self.ai_sees_everything,
             "imported": self.imported,
             "seed": self.seed,
             "at": index,
@@ -668,22 +999,25 @@ class GameSession:
             "ai_to_move": not stepping and self.ai_to_move,
             "over": state.is_terminal,
             "game_over": self.over,
-            "pool": list(state.pool),
+            "pool": list(pool),
             "hands": hands,
-            "hand_counts": {name: len(state.hands[p]) for p, name in enumerate(PLAYERS)},
-            "piles": {"Alex": list(state.piles[0]), "Bob": list(state.piles[1])},
+            "hand_counts": {name: counts[p] for p, name in enumerate(PLAYERS)},
+            "undealt_count": undealt,
+            "piles": {"Alex": list(piles[0]), "Bob": list(piles[1])},
             "score": {"Alex": alex.as_dict(), "Bob": bob.as_dict()},
             "last_capturer": (PLAYERS[state.last_capturer]
                               if state.last_capturer is not None else None),
             "history": plays,
             "last_play": plays[-1] if plays else None,
-            "legal": [action_json(a) for a in legal_actions(state)] if your_turn else [],
+            "legal": [action_json(a) for a in legal],
             "can_undo": not stepping and self.can_undo,
-            "hints_available": open_hands,
+            "hints_available": True,
+            "hint_kind": "exact" if open_hands else "estimate",
             "solution_ready": self.solution_ready(),
         }
         if open_hands:
             out["deal"] = list(self.deal)
+            out["rounds_to_come"] = self.rounds_to_come(state)
         return out
 
 

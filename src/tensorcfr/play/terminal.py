@@ -1,11 +1,17 @@
 """The terminal game: ``tensorcfr pasur play``, drawn with rich.
 
-The table (both hands, the pool, the piles and the running score) is drawn after each play;
-plays are numbered from 0 as in game records. At the human's turn the legal plays are listed
-with numbers; the player types a number, a play in card notation (``7d``, ``3d+Ac+7d``), or a
-command: ``hint`` (every legal play with its exact value and loss), ``undo``, ``help``,
-``quit``. After the game: the final score with its breakdown, the deal's exact value and the
-move list with the points each play cost.
+The table is drawn after each play from the session's view: in hidden mode (the real game)
+your hand, the rival's hand as card backs with its count, the pool, the piles and the running
+score; in open mode both hands and a strip of the rounds still to come. Plays are numbered
+from 0 as in game records. At the human's turn the legal plays are listed with numbers; the
+player types a number, a play in card notation (``7d``, ``3d+Ac+7d``), or a command: ``hint``
+(open: every legal play with its exact value and loss; hidden: the agent's estimates),
+``undo``, ``help``, ``quit``. A card that has several captures, or is not in the hand, is
+answered with the reason and the choices. After the game everything is revealed: the final
+score with its breakdown, the deal's exact value and the move list with the points each play
+cost (and, in hidden mode, its cost against the agent's estimate at that moment).
+
+It knows how to draw and read, nothing of the rules beyond what the session answers.
 """
 
 from __future__ import annotations
@@ -18,7 +24,8 @@ from rich.table import Table
 from rich.text import Text
 
 from tensorcfr.games.pasur.engine.cards import card_code, parse_card
-from tensorcfr.games.pasur.engine.rules import PLAYERS, Action
+from tensorcfr.errors import TensorCFRError
+from tensorcfr.games.pasur.engine.rules import PLAYERS, Action, illegal_reason
 from tensorcfr.play.session import GameSession, IllegalMoveError
 from tensorcfr.utils.io import write_text_atomic
 
@@ -48,6 +55,12 @@ def _notation_markup(notation: str) -> str:
     """``6h+As+4d`` (a play in card notation) as rich markup: ``6♥ takes A♠ 4♦``."""
     card, *captured = (parse_card(code) for code in notation.split("+"))
     return action_markup(Action(card, tuple(captured)))
+
+
+def rounds_markup(rounds: list[dict[str, Any]]) -> str:
+    """The rounds to come as one compact strip: ``r2 A: 4♦ 7♣ .. / B: ..  r3 ...``."""
+    return "   ".join(f"[dim]r{r['round']}[/] A {cards_markup(r['Alex'])} / "
+                       f"B {cards_markup(r['Bob'])}" for r in rounds)
 
 
 def _score_line(s: dict[str, int]) -> str:
@@ -83,13 +96,18 @@ class TerminalGame:
         if v["over"]:
             head = "game over"
         else:
-            head = f"round {v['round']}/6 · play {v['play_index']} of 48 · {v['to_move']} to play"
+            head = (f"round {v['round']}/6 · {v['play_index']} of 48 plays made · "
+                    f"{v['to_move']} to play")
         c.rule(f"[bold]{head}[/]", style="green")
         for name in (ai, PLAYERS[s.human]):
             who = "you" if name == PLAYERS[s.human] else f"{s.ai_name} AI"
             total = v["score"][name]["total"]
             pile = v["piles"][name]
-            hand = cards_markup(v["hands"][name])
+            if v["hands"][name] is None:  # hidden: card backs and the count
+                n = v["hand_counts"][name]
+                hand = ("[blue]▮[/] " * n).strip() + f" [dim]({n})[/]" if n else "[dim]-[/]"
+            else:
+                hand = cards_markup(v["hands"][name])
             pad = " " * max(0, 15 - len(Text.from_markup(hand).plain))
             c.print(f"  [bold]{name:<4}[/] {who:<9}  hand {hand}{pad}"
                     f"  pile {len(pile):>2} cards  [bold]{total:>2} pts[/] "
@@ -97,8 +115,18 @@ class TerminalGame:
             if name == ai:
                 c.print(f"  [green]pool[/]                 {cards_markup(v['pool'])}",
                         highlight=False)
-        c.print("  [dim]open hands (double-dummy): both players see all cards[/]",
-                highlight=False)
+        if v["visibility"] == "open":
+            rounds = v.get("rounds_to_come") or []
+            for i in range(0, len(rounds), 3):  # three rounds a line
+                label = "rounds to come" if i == 0 else ""
+                c.print(f"  [dim]{label:<14}[/] {rounds_markup(rounds[i:i + 3])}",
+                        highlight=False)
+            if not v["over"]:
+                c.print("  [dim]open hands (double-dummy): both players see all cards[/]",
+                        highlight=False)
+        else:
+            c.print(f"  [dim]hidden hands: {v['undealt_count']} cards still to be dealt; the "
+                    f"{s.ai_name} AI does not see your hand[/]", highlight=False)
 
     def show_play(self, info: Any) -> None:
         who = "you" if info.by == "human" else f"[bold magenta]{PLAYERS[info.player]} (AI)[/]"
@@ -114,23 +142,36 @@ class TerminalGame:
 
     def show_hints(self) -> None:
         s = self.session
-        if not s.solution_ready():
+        if s.mode == "open" and not s.solution_ready():
             with self.console.status("solving the deal exactly (about a second)..."):
-                hints = s.hints()
+                report = s.hint_report()
+        elif s.mode == "hidden":
+            with self.console.status(f"the {s.ai_name} agent is thinking..."):
+                report = s.hint_report()
         else:
-            hints = s.hints()
-        self.console.print(f"[bold]exact values for {PLAYERS[s.human]}[/] (the final point "
-                           "difference if you make that play and both play optimally after)",
-                           highlight=False)
+            report = s.hint_report()
+        if report["kind"] == "none":
+            self.console.print(f"{report['message']}; the exact analysis of every play comes "
+                               "after the game", highlight=False)
+            return
+        if report["kind"] == "exact":
+            self.console.print(f"[bold]exact values for {PLAYERS[s.human]}[/] (the final point "
+                               "difference if you make that play and both play optimally "
+                               "after)", highlight=False)
+        else:
+            self.console.print(f"[bold]estimates by the {report['agent']} agent for "
+                               f"{PLAYERS[s.human]}[/] (an estimate, not exact: the mean final "
+                               f"point difference over {report['samples']} draw(s) of the "
+                               "hidden cards)", highlight=False)
         table = Table()
         table.add_column("#", justify="right")
         table.add_column("play")
-        table.add_column("value", justify="right")
+        table.add_column("value" if report["kind"] == "exact" else "estimate", justify="right")
         table.add_column("loss", justify="right")
-        for i, h in enumerate(hints, 1):
+        for i, h in enumerate(report["hints"], 1):
             a = Action(h["card"], tuple(h["captured"]))
-            table.add_row(str(i), action_markup(a), f"{h['value']:+d}",
-                          "[green]best[/]" if h["loss"] == 0 else f"[red]-{h['loss']}[/]")
+            table.add_row(str(i), action_markup(a), f"{h['value']:+g}",
+                          "[green]best[/]" if h["best"] else f"[red]-{h['loss']:g}[/]")
         self.console.print(table)
 
     def show_analysis(self) -> None:
@@ -159,13 +200,25 @@ class TerminalGame:
                 f"both): Alex {a['exact_value']:+d}; this game: Alex {a['final']['utility']:+d}.",
                 highlight=False)
         c.print(f"your plays ({me}) gave away [bold]{a['human_cost']}[/] point(s) against optimal "
-                f"play; the AI's gave away {a['ai_cost']}.", highlight=False)
+                f"play with every card known; the AI's gave away {a['ai_cost']}.",
+                highlight=False)
+        est = a.get("estimate")
+        with_estimates = bool(est and est["available"])
+        if with_estimates:
+            c.print(f"against the {est['agent']} agent's estimate at each turn (what a player "
+                    f"could have known) your plays gave away [bold]{est['human_cost']:g}[/] "
+                    "point(s).", highlight=False)
+        elif est:
+            c.print(f"[dim]{est.get('message', '')}: no cost against an estimate.[/]",
+                    highlight=False)
         c.print("[bold]move list[/] (cost = points a play gave away against the best play "
                 "there)", highlight=False)
         moves = Table()
         for name, justify in (("#", "right"), ("player", "left"), ("play", "left"),
                               ("pts", "right"), ("cost", "right"), ("best", "left")):
             moves.add_column(name, justify=justify)  # type: ignore[arg-type]
+        if with_estimates:
+            moves.add_column("cost vs estimate", justify="right")
         for p in a["plays"]:
             action = Action(p["card"], tuple(p["captured"]))
             who = p["player"] + (" (you)" if p["by"] == "human" else "")
@@ -173,8 +226,12 @@ class TerminalGame:
             best = "" if p["cost"] == 0 else ", ".join(
                 _notation_markup(n) for n in p["best"][:2]) + (
                 f" [dim](+{len(p['best']) - 2})[/]" if len(p["best"]) > 2 else "")
-            moves.add_row(str(p["number"]), who, action_markup(action),
-                          f"+{p['points']}" if p["points"] else "", cost, best)
+            row = [str(p["number"]), who, action_markup(action),
+                   f"+{p['points']}" if p["points"] else "", cost, best]
+            if with_estimates:
+                e = p.get("estimate_cost")
+                row.append("" if e is None else "[green]ok[/]" if e == 0 else f"[red]-{e:g}[/]")
+            moves.add_row(*row)
         c.print(moves)
 
     # ----------------------------------------------------------------- the loop
@@ -208,19 +265,45 @@ class TerminalGame:
                          and sum(b.card == a.card for b in actions) == 1)]
             if found:
                 return found[0]
-            c.print(f"[red]not a legal play or command: {raw.strip()!r}[/] ({HELP})",
-                    highlight=False)
+            c.print(self.why_not(raw.strip(), actions), highlight=False)
+
+    def why_not(self, raw: str, actions: list[Action]) -> str:
+        """Why ``raw`` is not a play, as the API says it, and the choices (markup)."""
+        def listing(subset: list[Action]) -> str:
+            return "; ".join(f"[cyan]{actions.index(a) + 1}[/]) {action_markup(a)}"
+                             for a in subset)
+
+        try:
+            card, *captured = (parse_card(code) for code in raw.split("+"))
+        except (TensorCFRError, ValueError):
+            return (f"[red]not a legal play or command: {raw!r}[/] (type 1-{len(actions)}, a "
+                    "card like 7d, or a capture like 7d+4c; hint, undo, help, quit)")
+        same_card = [a for a in actions if a.card == card]
+        if not captured and len(same_card) > 1:
+            return (f"[red]{card_markup(card)} can capture "
+                    f"{len(same_card)} ways:[/] {listing(same_card)} (type the number or the "
+                    "capture, e.g. " + same_card[0].notation() + ")")
+        reason = illegal_reason(self.session.state, Action(card, tuple(sorted(captured))))
+        if reason is None:  # pragma: no cover - a legal play is found above
+            reason = "not one of the listed plays"
+        return f"[red]{reason}[/]; your plays: {listing(same_card or actions)}"
 
     def run(self) -> int:
         """Play until the end or ``quit``; returns 0 (finished) or 1 (quit)."""
         s = self.session
         c = self.console
-        c.print(f"Pasur, open hands: you are [bold]{PLAYERS[s.human]}[/], the {s.ai_name} AI "
-                f"is {PLAYERS[s.ai_seat]}. {HELP}.", highlight=False)
+        if s.mode == "open":
+            c.print(f"Pasur, open hands: you are [bold]{PLAYERS[s.human]}[/], the {s.ai_name} "
+                    f"AI is {PLAYERS[s.ai_seat]}. {HELP}.", highlight=False)
+        else:
+            sees = ("it cheats: it sees every card" if s.ai_sees_everything
+                    else "it does not see your hand")
+            c.print(f"Pasur, hidden hands: you are [bold]{PLAYERS[s.human]}[/], the {s.ai_name} "
+                    f"AI is {PLAYERS[s.ai_seat]} ({sees}). {HELP}.", highlight=False)
         self.draw_table()
         while not s.over:
             if s.ai_to_move:
-                if s.ai_name == "exact" and not s.solution_ready():
+                if s.ai_name == "exact" and s.mode == "open" and not s.solution_ready():
                     with c.status("solving the deal exactly (once, about a second)..."):
                         info = s.ai_play()
                 else:

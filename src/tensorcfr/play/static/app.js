@@ -9,6 +9,8 @@
   const PLAYERS = ["Alex", "Bob"];
   const AI_DELAY_MS = 450;      // pause before the AI answers, so the human's play is seen
   const SPINNER_DELAY_MS = 200; // only show the spinner for slow requests
+  const SEED_MAX = 9223372036854775807n; // 2^63-1: the seed range of the CLI and the API
+  const SEED_SLOT = "__seed__";
 
   const $ = (id) => document.getElementById(id);
   const app = {
@@ -18,6 +20,7 @@
     analysis: null,
     at: null,           // stepping through a finished game: the position shown (null = live)
     busy: 0,
+    inFlight: false,    // a play is on its way: further clicks are ignored (a double-click)
     options: null,
     aiDelayMs: AI_DELAY_MS, // tests may shorten it
   };
@@ -94,13 +97,14 @@
     }
   }
 
-  async function api(method, path, body, spinnerText) {
+  async function api(method, path, body, spinnerText, seedDigits) {
     setBusy(1, spinnerText);
     try {
       const init = { method: method, headers: {} };
       if (body !== undefined) {
         init.headers["Content-Type"] = "application/json";
         init.body = JSON.stringify(body);
+        if (seedDigits) init.body = init.body.replace(JSON.stringify(SEED_SLOT), seedDigits);
       }
       const res = await fetch(path, init);
       let data = null;
@@ -142,23 +146,40 @@
       showError("cannot reach the server: " + e.message);
       return;
     }
+    $("mode-select").value = app.options.mode;
+    fillAis();
+  }
+
+  function modeOptions() {
+    const mode = $("mode-select").value;
+    return app.options.modes.find((m) => m.name === mode);
+  }
+
+  function fillAis() {
+    if (!app.options) return;
+    const m = modeOptions();
     const sel = $("ai-select");
     sel.innerHTML = "";
-    app.options.ais.forEach((ai) => {
+    m.ais.forEach((ai) => {
       const o = el("option", "", ai.name + (ai.available ? "" : " (not loaded)"));
       o.value = ai.name;
       o.disabled = !ai.available;
       o.title = ai.description;
       sel.append(o);
     });
-    sel.value = "exact";
+    sel.value = m.default_ai;
+    $("mode-note-hidden").hidden = m.name !== "hidden";
+    $("mode-note-open").hidden = m.name !== "open";
     updateAiNote();
   }
 
   function updateAiNote() {
     if (!app.options) return;
-    const ai = app.options.ais.find((a) => a.name === $("ai-select").value);
-    $("ai-note").textContent = ai ? "The " + ai.name + " AI " + ai.description + "." : "";
+    const m = modeOptions();
+    const ai = m.ais.find((a) => a.name === $("ai-select").value);
+    $("ai-note").textContent = ai ? "The " + ai.name + " AI " + ai.description + "." +
+      (m.name === "hidden" ? (ai.sees_your_hand ? " It cheats: it sees every card (a reference)."
+        : " It does not see your hand.") : "") : "";
     if (ai && ai.name === "table" && app.options.table_deal) {
       // a strategy table is solved for one deal: play that one
       $("deal-input").value = app.options.table_deal.map(cardCode).join(" ");
@@ -171,18 +192,22 @@
     ev.preventDefault();
     clearError();
     const source = document.querySelector("input[name=deal-source]:checked").value;
-    const body = { human: $("seat-select").value, ai: $("ai-select").value };
+    const body = { mode: $("mode-select").value, human: $("seat-select").value, ai: $("ai-select").value };
+    let seedDigits = null;
     if (source === "seed") {
       const raw = $("seed-input").value.trim();
-      if (!/^\d+$/.test(raw)) { showError("the seed must be a whole number 0 or more"); return; }
-      body.seed = Number(raw);
+      if (!/^\d+$/.test(raw) || BigInt(raw) > SEED_MAX) {
+        showError("the seed must be a whole number from 0 to 2^63-1"); return;
+      }
+      seedDigits = String(BigInt(raw)); // sent as written: exact beyond 2^53
+      body.seed = SEED_SLOT;
     } else if (source === "deal") {
       const text = $("deal-input").value.trim();
       if (!text) { showError("paste a deal: 52 cards, pool first"); return; }
       body.deal = text;
     }
     try {
-      const view = await api("POST", "/api/games", body, "Dealing\u2026");
+      const view = await api("POST", "/api/games", body, "Dealing\u2026", seedDigits);
       enterGame(view);
     } catch (e) {
       showError(e.message);
@@ -199,6 +224,8 @@
     $("setup").hidden = true;
     $("game").hidden = false;
     $("analysis").hidden = true;
+    document.body.dataset.analysis = "0";
+    document.body.dataset.estimates = "0";
     setView(view);
     if (view.game_over) finishGame();
     else maybeAi();
@@ -217,7 +244,7 @@
     setStatus(ai + " is thinking\u2026");
     await new Promise((r) => setTimeout(r, app.aiDelayMs));
     if (app.view !== v) return; // the user undid or started a new game meanwhile
-    const text = v.solution_ready ? ai + " is thinking\u2026"
+    const text = v.mode === "hidden" || v.solution_ready || v.ai !== "exact" ? ai + " is thinking\u2026"
       : "Solving the deal exactly (once per deal, about a second)\u2026";
     try {
       const next = await api("POST", "/api/games/" + v.game_id + "/ai", undefined, text);
@@ -231,8 +258,11 @@
   }
 
   async function play(action) {
-    closeChoices();
     const v = app.view;
+    if (app.inFlight || !v || !v.your_turn) return; // a double-click: one play only
+    app.inFlight = true;
+    document.body.dataset.inflight = "1";
+    closeChoices();
     try {
       const next = await api("POST", "/api/games/" + v.game_id + "/play",
         { card: action.card, captured: action.captured });
@@ -241,6 +271,9 @@
       else maybeAi();
     } catch (e) {
       showError(e.message);
+    } finally {
+      app.inFlight = false;
+      document.body.dataset.inflight = "0";
     }
   }
 
@@ -258,11 +291,12 @@
     if (!v || v.over) return;
     const q = app.at !== null ? "?at=" + app.at : "";
     try {
-      const text = v.solution_ready ? "Computing hints\u2026" : "Solving the deal exactly (about a second)\u2026";
+      const text = v.hint_kind === "estimate" ? "The " + v.ai + " agent is estimating your plays\u2026"
+        : v.solution_ready ? "Computing hints\u2026" : "Solving the deal exactly (about a second)\u2026";
       const data = await api("GET", "/api/games/" + v.game_id + "/hints" + q, undefined, text);
       if (app.view !== v) return;
       app.hints = data;
-      v.solution_ready = true;
+      if (data.kind === "exact") v.solution_ready = true;
       render();
     } catch (e) {
       showError(e.message);
@@ -292,6 +326,19 @@
       app.at = at === next.num_positions - 1 ? null : at;
       setView(next);
       renderAnalysis();
+      keepInView();
+    } catch (e) {
+      showError(e.message);
+    }
+  }
+
+  async function playOn() {
+    const v = app.view;
+    const at = app.at === null ? v.num_positions - 1 : app.at;
+    if (!v || !v.game_over || at >= 48) return;
+    try {
+      enterGame(await api("POST", "/api/games/" + v.game_id + "/play-on?at=" + at, undefined,
+        "Setting up the position\u2026"));
     } catch (e) {
       showError(e.message);
     }
@@ -335,6 +382,23 @@
     reader.readAsText(file);
   }
 
+  // Stepping through the analysis: the board and the current row both in view. The analysis
+  // table scrolls in its own box; the window scrolls only to bring the board back.
+  function keepInView() {
+    const board = document.querySelector(".table-area").getBoundingClientRect();
+    if (board.top < 0 || board.top > window.innerHeight * 0.5) {
+      window.scrollBy(0, board.top - 4);
+    }
+    const row = document.querySelector("#analysis-table tr.current");
+    const box = $("analysis-scroll");
+    if (row && box) {
+      const r = row.getBoundingClientRect(), b = box.getBoundingClientRect();
+      const head = box.querySelector("thead").getBoundingClientRect().height;
+      if (r.top < b.top + head) box.scrollTop -= b.top + head - r.top;
+      else if (r.bottom > b.bottom) box.scrollTop += r.bottom - b.bottom;
+    }
+  }
+
   // ------------------------------------------------------------------ rendering
 
   function setStatus(html) { $("status").innerHTML = html; }
@@ -352,9 +416,12 @@
     document.body.dataset.plays = String(v.play_index);
     const human = v.human, ai = PLAYERS[1 - PLAYERS.indexOf(human)];
     $("round-info").textContent = v.over ? "Game over \u00b7 48 plays"
-      : "Round " + v.round + " of 6 \u00b7 play " + v.play_index + " of 48 (numbered from 0)";
+      : "Round " + v.round + " of 6 \u00b7 " + v.play_index + " of 48 plays made" +
+        (v.visibility === "hidden" ? " \u00b7 " + v.undealt_count + " cards to deal" : "");
     $("deal-info").textContent = (v.seed !== null && v.seed !== undefined ? "deal seed " + v.seed : "deal")
       + (v.ai ? " \u00b7 opponent: " + v.ai + " AI" : "") + (v.imported ? " \u00b7 loaded record" : "");
+    renderBadge(v);
+    renderRoundsToCome(v);
     renderSeat($("seat-top"), v.imported ? "Bob" : ai, v);
     renderSeat($("seat-bottom"), v.imported ? "Alex" : human, v);
 
@@ -374,6 +441,43 @@
     renderStatus(v);
   }
 
+  function renderBadge(v) {
+    const badge = $("mode-badge");
+    badge.dataset.mode = v.mode;
+    if (v.mode === "hidden") {
+      badge.textContent = "Hidden hands";
+      if (v.over) badge.append(el("span", "long", " \u00b7 all cards revealed"));
+      badge.title = "Each side sees only its own hand, the pool and the cards played. The " +
+        (v.ai || "") + " AI " + (v.ai_sees_your_hand ? "cheats: it sees every card." : "does not see your hand.");
+    } else {
+      badge.textContent = "Open hands";
+      badge.append(el("span", "long", " \u00b7 double-dummy"));
+      badge.title = "Both players see every card of the deal, as in a double-dummy bridge problem. " +
+        "This is the game the solver solves exactly.";
+    }
+  }
+
+  function renderRoundsToCome(v) {
+    const box = $("rounds-to-come");
+    box.innerHTML = "";
+    const rounds = v.rounds_to_come || [];
+    box.hidden = v.visibility !== "open" || !rounds.length || v.over;
+    if (box.hidden) return;
+    box.append(el("span", "label", "Rounds to come"));
+    rounds.forEach((r) => {
+      const part = el("span", "round");
+      part.dataset.round = String(r.round);
+      part.append(el("span", "r", "r" + r.round));
+      ["Alex", "Bob"].forEach((name) => {
+        const who = el("span", "who");
+        who.append(el("span", "n", name[0]));
+        r[name].forEach((c) => who.append(cardEl(c, "tiny")));
+        part.append(who);
+      });
+      box.append(part);
+    });
+  }
+
   function renderSeat(box, name, v) {
     const key = name.toLowerCase();
     box.innerHTML = "";
@@ -382,7 +486,8 @@
     box.classList.toggle("to-move", v.to_move === name);
     const head = el("div", "seat-head");
     head.append(el("span", "name", name));
-    let role = name === v.human ? "you" : (v.ai ? v.ai + " AI" : "");
+    let role = name === v.human ? "you" : (v.ai ? v.ai + " AI" +
+      (v.mode === "hidden" && !v.over ? (v.ai_sees_your_hand ? " \u00b7 sees every card" : " \u00b7 does not see your hand") : "") : "");
     if (v.imported) role = v.human && name === v.human ? "human" : "";
     if (role) head.append(el("span", "role", role));
     if (v.to_move === name) head.append(el("span", "turn", "to play"));
@@ -402,7 +507,7 @@
       });
     }
     const hintByCard = new Map();
-    if (app.hints && app.hints.player === name) {
+    if (app.hints && app.hints.player === name && app.hints.hints.length) {
       app.hints.hints.forEach((h) => {
         const best = hintByCard.get(h.card);
         if (best === undefined || h.loss < best) hintByCard.set(h.card, h.loss);
@@ -410,6 +515,9 @@
     }
     if (cards === null) {
       for (let i = 0; i < v.hand_counts[name]; i++) hand.append(el("div", "card back"));
+      hand.dataset.count = String(v.hand_counts[name]);
+      hand.title = v.hand_counts[name] + " cards, hidden";
+      hand.append(el("span", "count", v.hand_counts[name] + (v.hand_counts[name] === 1 ? " card" : " cards")));
     } else {
       cards.forEach((c) => {
         const e = cardEl(c);
@@ -421,7 +529,10 @@
           e.dataset.legal = "1";
           e.dataset.actions = String(actions.length);
           e.title += actions.length > 1 ? " \u2014 several captures: you choose" : " \u2014 " + playText(actions[0]);
-          const go = () => (actions.length === 1 ? play(actions[0]) : openChoices(c, actions));
+          const go = () => {
+            if (app.inFlight) return; // a play is on its way
+            if (actions.length === 1) play(actions[0]); else openChoices(c, actions);
+          };
           e.addEventListener("click", go);
           e.addEventListener("keydown", (ev) => { if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); go(); } });
           e.addEventListener("mouseenter", () => highlightTargets(actions.length === 1 ? actions[0].captured : []));
@@ -430,7 +541,8 @@
         if (hintByCard.has(c)) {
           const loss = hintByCard.get(c);
           const b = el("span", "hint-badge" + (loss === 0 ? " best" : ""), loss === 0 ? "\u2713" : "\u2212" + loss);
-          b.title = loss === 0 ? "an optimal play" : "its best play loses " + loss + " point(s)";
+          b.title = (app.hints.kind === "estimate" ? "estimate: " : "") +
+            (loss === 0 ? "a best play" : "its best play loses " + loss + " point(s)");
           e.append(b);
         }
         hand.append(e);
@@ -481,7 +593,7 @@
       a.captured.forEach((c) => b.append(cardEl(c, "tiny")));
       if (app.hints && app.hints.player === app.view.human) {
         const h = app.hints.hints.find((x) => x.notation === a.notation);
-        if (h) b.append(el("span", "muted", h.loss === 0 ? " \u2713 best" : " \u2212" + h.loss + " pts"));
+        if (h) b.append(el("span", "muted", h.best ? " \u2713 best" : " \u2212" + h.loss + " pts"));
       }
       b.addEventListener("click", () => play(a));
       b.addEventListener("mouseenter", () => highlightTargets(a.captured));
@@ -552,6 +664,7 @@
   function renderMoveList(v) {
     const list = $("move-list");
     list.innerHTML = "";
+    list.hidden = $("plays-title").hidden = !v.history.length; // no empty box at the start
     v.history.forEach((p) => {
       const li = el("li", p.by);
       li.value = p.number;
@@ -570,23 +683,33 @@
     const h = app.hints;
     if (!h || v.over) { box.hidden = true; box.innerHTML = ""; return; }
     box.innerHTML = "";
+    box.dataset.kind = h.kind;
+    if (h.kind === "none") {
+      box.append(el("p", "muted", "The " + h.agent + " agent gives no estimates. " +
+        "The exact analysis of every play comes after the game."));
+      box.hidden = false;
+      return;
+    }
     const table = el("table");
     table.id = "hints-table";
-    const cap = el("caption", "", "Exact values for " + h.player + " (final point difference, optimal play after):");
-    table.append(cap);
+    const cap = h.kind === "estimate"
+      ? "Estimate by the " + h.agent + " agent for " + h.player + " (not exact: the mean final point " +
+        "difference over " + h.samples + " draw(s) of the hidden cards):"
+      : "Exact values for " + h.player + " (final point difference, optimal play after):";
+    table.append(el("caption", "", cap));
     const head = el("tr");
-    ["Play", "Value", "Loss"].forEach((t, i) => head.append(el("th", i ? "num" : "", t)));
+    [ "Play", h.kind === "estimate" ? "Estimate" : "Value", "Loss"].forEach((t, i) => head.append(el("th", i ? "num" : "", t)));
     table.append(head);
     const rows = h.hints.slice().sort((a, b) => a.loss - b.loss);
     rows.forEach((x) => {
-      const tr = el("tr", x.loss === 0 ? "best" : "lose");
+      const tr = el("tr", x.best ? "best" : "lose");
       tr.dataset.notation = x.notation;
       tr.dataset.loss = String(x.loss);
       const td = el("td");
       td.append(playNodes(x));
       tr.append(td);
       tr.append(el("td", "num", signed(x.value)));
-      tr.append(el("td", "num loss", x.loss === 0 ? "best" : "\u2212" + x.loss));
+      tr.append(el("td", "num loss", x.best ? "best" : "\u2212" + x.loss));
       table.append(tr);
     });
     box.append(table);
@@ -595,6 +718,7 @@
 
   function renderControls(v) {
     $("hint-btn").disabled = v.over || !v.hints_available || (!v.your_turn && app.at === null);
+    $("hint-btn").textContent = v.hint_kind === "estimate" && !v.game_over ? "Hint (estimate)" : "Hint";
     $("undo-btn").disabled = !v.can_undo || app.busy > 0;
     $("undo-btn").hidden = v.imported;
     $("download-btn").hidden = !v.game_over;
@@ -603,7 +727,7 @@
   function renderStatus(v) {
     if (v.game_over && app.at === null) {
       const a = app.analysis;
-      setStatus(a ? "Game over: Alex " + a.final.Alex.total + " \u2013 Bob " + a.final.Bob.total + ". See the analysis below."
+      setStatus(a ? "Game over: Alex " + a.final.Alex.total + " \u2013 Bob " + a.final.Bob.total + ". Every card is shown; see the analysis."
         : "Game over. Analysing\u2026");
       return;
     }
@@ -652,12 +776,25 @@
         ", Bob " + a.cost.Bob + ".";
     }
     $("cost-line").dataset.cost = String(a.human_cost);
+    const est = a.estimate;
+    const withEst = !!(est && est.available);
+    document.body.dataset.estimates = withEst ? "1" : "0";
+    $("estimate-line").hidden = !est;
+    if (est) {
+      $("estimate-line").textContent = withEst
+        ? "Against the " + est.agent + " agent's estimate at each of your turns (what a player could have known), " +
+          "your plays gave away " + est.human_cost + " point(s)."
+        : (est.message ? est.message[0].toUpperCase() + est.message.slice(1) : "No estimates") +
+          ": the cost against an estimate is not shown.";
+    }
     const at = app.at === null ? v.num_positions - 1 : app.at;
+    document.body.dataset.stepping = app.at === null ? "0" : "1";
     $("step-label").textContent = at >= 48 ? "final position" : "before play " + at + " of 48";
     $("step-prev").disabled = at <= 0;
     $("step-first").disabled = at <= 0;
     $("step-next").disabled = at >= v.num_positions - 1;
     $("step-last").disabled = at >= v.num_positions - 1;
+    $("play-on-btn").disabled = at >= 48;
     const body = $("analysis-table").querySelector("tbody");
     body.innerHTML = "";
     a.plays.forEach((p) => {
@@ -673,12 +810,62 @@
       tr.append(td);
       tr.append(el("td", "num", p.points ? signed(p.points) : ""));
       tr.append(el("td", "num " + (p.cost === 0 ? "cost-0" : "cost-bad"), p.cost === 0 ? "\u2713" : "\u2212" + p.cost));
+      const e = p.estimate_cost;
+      tr.append(el("td", "num est-col " + (e === undefined ? "" : e === 0 ? "cost-0" : "cost-bad"),
+        e === undefined ? "" : e === 0 ? "\u2713" : "\u2212" + e));
       tr.append(el("td", "muted", p.cost === 0 ? (p.alternatives > 1 ? "" : "only play") :
-        p.best.slice(0, 3).map((n) => n.split("+").map((c) => cardText(RANKS.indexOf(c[0]) * 4 + "cdhs".indexOf(c[1]))).join(" + ")).join(", ") +
-        (p.best.length > 3 ? ", \u2026" : "")));
+        p.best.slice(0, 3).map(notationText).join(", ") + (p.best.length > 3 ? ", \u2026" : "")));
       tr.addEventListener("click", () => stepTo(p.number));
       body.append(tr);
     });
+    renderGraph(a);
+  }
+
+  // "7d+Ac+4d" -> "7♦ takes A♣ 4♦", "7d" -> "7♦ laid"
+  function notationText(n) {
+    const cards = n.split("+").map((c) => RANKS.indexOf(c[0]) * 4 + "cdhs".indexOf(c[1]));
+    return playText({ card: cards[0], captured: cards.slice(1) });
+  }
+
+  // The running exact value (Alex's side) over the game, and the agent's estimates of the
+  // human's positions in hidden mode, as a small SVG line chart.
+  function renderGraph(a) {
+    const box = $("eval-graph");
+    box.innerHTML = "";
+    if (!a.plays.length) { box.hidden = true; return; }
+    const ns = "http://www.w3.org/2000/svg";
+    const W = 480, H = 120, P = 18;
+    const exact = a.plays.map((p) => p.value_alex).concat([a.final.utility]);
+    const est = a.plays.map((p) => p.estimate_value === undefined ? null
+      : (p.player === "Alex" ? 1 : -1) * p.estimate_value);
+    const all = exact.concat(est.filter((x) => x !== null)).concat([0]);
+    const lo = Math.min(...all), hi = Math.max(...all), span = Math.max(1, hi - lo);
+    const x = (i) => P + (W - 2 * P) * i / 48, y = (val) => P + (H - 2 * P) * (hi - val) / span;
+    const svg = document.createElementNS(ns, "svg");
+    svg.setAttribute("viewBox", "0 0 " + W + " " + H);
+    svg.setAttribute("role", "img");
+    svg.setAttribute("aria-label", "evaluation over the game, Alex's side");
+    const line = (pts, cls) => {
+      const pl = document.createElementNS(ns, "polyline");
+      pl.setAttribute("points", pts.map(([i, v]) => x(i).toFixed(1) + "," + y(v).toFixed(1)).join(" "));
+      pl.setAttribute("class", cls);
+      svg.append(pl);
+    };
+    line([[0, 0], [48, 0]], "zero");
+    line(exact.map((v, i) => [i, v]), "exact");
+    const ep = est.map((v, i) => [i, v]).filter(([, v]) => v !== null);
+    if (ep.length) ep.forEach(([i, v]) => {
+      const c = document.createElementNS(ns, "circle");
+      c.setAttribute("cx", x(i).toFixed(1)); c.setAttribute("cy", y(v).toFixed(1)); c.setAttribute("r", "2.5");
+      c.setAttribute("class", "estimate");
+      svg.append(c);
+    });
+    const at = app.at === null ? 48 : app.at;
+    line([[at, lo], [at, hi]], "cursor");
+    box.append(svg);
+    box.append(el("p", "muted", "Exact value of the position (line, Alex's side: optimal play by both from there)" +
+      (ep.length ? "; dots: the " + a.estimate.agent + " agent's estimate at your turns" : "") + "."));
+    box.hidden = false;
   }
 
   // ------------------------------------------------------------------ wiring
@@ -686,6 +873,7 @@
   document.addEventListener("DOMContentLoaded", () => {
     $("new-game-form").addEventListener("submit", startGame);
     $("ai-select").addEventListener("change", updateAiNote);
+    $("mode-select").addEventListener("change", fillAis);
     $("seed-input").addEventListener("focus", () => { $("source-seed").checked = true; });
     $("deal-input").addEventListener("focus", () => { $("source-deal").checked = true; });
     $("new-game-btn").addEventListener("click", () => { closeChoices(); showSetup(); });
@@ -697,6 +885,7 @@
     $("step-prev").addEventListener("click", () => stepTo((app.at === null ? app.view.num_positions - 1 : app.at) - 1));
     $("step-next").addEventListener("click", () => stepTo((app.at === null ? app.view.num_positions - 1 : app.at) + 1));
     $("step-last").addEventListener("click", () => stepTo(48));
+    $("play-on-btn").addEventListener("click", playOn);
     document.addEventListener("keydown", (ev) => {
       if (ev.key === "Escape") closeChoices();
     });

@@ -1,0 +1,140 @@
+"""What every route of the play server shares: :class:`ServerContext` and its helpers.
+
+The context holds the store of games, the solution cache, the loaded players and the server's
+options; :func:`server_context` hands it to a route (``Depends``). :meth:`ServerContext.run`
+runs a session call under the game's lock and turns the session's one-line errors into HTTP
+answers (400, 403 for a question that would reveal hidden cards, 404 for an unknown game).
+Nothing here knows the rules.
+"""
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from fastapi import HTTPException, Request
+
+from tensorcfr.errors import TensorCFRError
+from tensorcfr.play.session import (
+    HiddenCardsError,
+    PlayerCache,
+    SolutionCache,
+    ai_names,
+    hidden_agent_names,
+    make_hidden_agent,
+)
+from tensorcfr.play.store import GameStore
+
+__all__ = ["ServerContext", "bad", "server_context"]
+
+NO_SUCH_GAME = "no such game (unknown id, or the game has expired)"
+
+
+def bad(message: str, code: int = 400) -> HTTPException:
+    """An HTTP error whose JSON body is ``{"detail": message}``."""
+    return HTTPException(status_code=code, detail=message)
+
+
+OPEN_AI_DESCRIPTIONS = {
+    "exact": "plays an optimal move (exact minimax solution of the deal)",
+    "random": "plays a uniformly random legal move",
+    "table": "plays the DCFR strategy table",
+    "model": "plays the learned XGBoost policy",
+}
+AGENT_DESCRIPTIONS = {
+    "random": "plays a uniformly random legal move",
+    "greedy": "takes the play worth most points now",
+    "pimc": "draws the hidden cards many times and plays the best play on average "
+            "(perfect-information Monte Carlo)",
+    "pimc-infer": "PIMC with draws weighted by what your plays suggest about your hand",
+    "hidden-model": "plays a policy learned from hidden-hand self-play",
+    "ismcts": "information-set Monte Carlo tree search",
+    "exact": "cheats: sees every card and plays the open-hands optimum (a reference)",
+}
+
+
+@dataclass
+class ServerContext:
+    """The server's state and options (one per application)."""
+
+    store: GameStore
+    solutions: SolutionCache
+    mode: str  # the mode new games start in
+    players: PlayerCache = field(default_factory=lambda: PlayerCache(max_size=4))
+    table: str | None = None
+    model: str | None = None
+    device: str = "cpu"
+    table_deal: list[int] | None = None
+    agent_errors: dict[str, str] = field(default_factory=dict)  # agents that cannot be built
+
+    def __post_init__(self) -> None:
+        for name in hidden_agent_names():
+            try:
+                make_hidden_agent(name, device=self.device)
+            except TensorCFRError as exc:
+                self.agent_errors[name] = str(exc)
+
+    def available(self, mode: str, name: str) -> bool:
+        if mode == "hidden":
+            return name not in self.agent_errors
+        return {"table": self.table is not None, "model": self.model is not None}.get(name, True)
+
+    def ai_offers(self, mode: str) -> list[dict[str, Any]]:
+        """The AIs of ``mode`` as the page lists them."""
+        out = []
+        for name in ai_names(mode):
+            if mode == "hidden":
+                text = AGENT_DESCRIPTIONS.get(name, "a hidden-hand agent")
+            else:
+                text = OPEN_AI_DESCRIPTIONS.get(name, "")
+                if name == "table" and self.table:
+                    text += f" in {self.table}"
+                if name == "model" and self.model:
+                    text += f" in {self.model}"
+            offer = {"name": name, "available": self.available(mode, name), "description": text,
+                     "sees_your_hand": mode == "open" or name == "exact"}
+            if name in self.agent_errors and mode == "hidden":
+                offer["why_not"] = self.agent_errors[name]
+            out.append(offer)
+        return out
+
+    def check_ai(self, mode: str, name: str) -> None:
+        """A 400 when ``name`` is not offered in ``mode`` or not loaded."""
+        names = ai_names(mode)
+        if name not in names:
+            raise bad(f"ai: unknown AI {name!r} for {mode} hands: choose one of "
+                      f"{', '.join(names)}")
+        if mode == "open" and not self.available(mode, name):
+            flag = "--table DIR" if name == "table" else "--model DIR"
+            raise bad(f"the {name} AI is not available: start the server with {flag}")
+        if mode == "hidden" and name in self.agent_errors:
+            raise bad(f"the {name} agent is not available: {self.agent_errors[name]}")
+
+    def entry(self, game_id: str) -> Any:
+        """The stored entry of ``game_id``; 404 if unknown or expired."""
+        entry = self.store.get(game_id) if len(game_id) <= 64 else None
+        if entry is None:
+            raise bad(NO_SUCH_GAME, 404)
+        return entry
+
+    def run(self, game_id: str, action: Callable[[Any], Any]) -> Any:
+        """``action(session)`` under the game's lock; session errors become 400 / 403."""
+        entry = self.entry(game_id)
+        with entry.lock:
+            try:
+                return action(entry.session)
+            except HiddenCardsError as exc:
+                raise bad(str(exc), 403) from None
+            except TensorCFRError as exc:
+                raise bad(str(exc)) from None
+
+    @staticmethod
+    def view(game_id: str, session: Any, at: int | None = None) -> dict[str, Any]:
+        """The only way a game's state leaves the server: the session's view for the
+        human's seat (hidden cards never in it)."""
+        return {"game_id": game_id, **session.view(at=at)}
+
+
+def server_context(request: Request) -> ServerContext:
+    """The application's :class:`ServerContext` (a FastAPI dependency)."""
+    return request.app.state.context
+
+
