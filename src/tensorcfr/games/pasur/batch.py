@@ -24,21 +24,18 @@ self-play: the exact players for ``exact``, the DCFR table for ``dcfr``), ``seco
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import hashlib
 import json
 import os
-import signal
-import socket
-import sys
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Sequence
 
 from tensorcfr.errors import CorruptFileError, TensorCFRError
+from tensorcfr.utils.journal import append_row, read_journal, repair_journal
+from tensorcfr.utils.ray_jobs import check_ray_address, run_on_ray
 
 __all__ = [
     "BATCH_FORMAT",
@@ -93,8 +90,8 @@ class BatchOptions:
 # --------------------------------------------------------------------------- deck files
 
 
-def parse_deck_range(text: str) -> tuple[int, int]:
-    """``"A-B"`` (inclusive, 0-based) or ``"A"`` -> (A, B)."""
+def parse_deck_range(text: str, option: str = "--decks") -> tuple[int, int]:
+    """``"A-B"`` (inclusive, 0-based) or ``"A"`` -> (A, B); errors name ``option``."""
     parts = text.strip().split("-")
     try:
         if len(parts) == 1:
@@ -104,21 +101,22 @@ def parse_deck_range(text: str) -> tuple[int, int]:
         else:
             raise ValueError
     except ValueError:
-        raise TensorCFRError(f"--decks must look like A-B (row indices, from 0), got {text!r}") \
+        raise TensorCFRError(f"{option} must look like A-B (row indices, from 0), got {text!r}") \
             from None
     if a < 0 or b < a:
-        raise TensorCFRError(f"--decks {text}: need 0 <= A <= B")
+        raise TensorCFRError(f"{option} {text}: need 0 <= A <= B")
     return a, b
 
 
-def read_decks(source: str, first: int, last: int) -> tuple[list[tuple[int, tuple[int, ...]]],
-                                                             str]:
+def read_decks(source: str, first: int, last: int, option: str = "--decks"
+               ) -> tuple[list[tuple[int, tuple[int, ...]]], str]:
     """Decks ``first..last`` (row indices) of a deck file, validated, and the file's SHA-256.
 
     A deck file is CSV text, one deal per line: 52 card indices in deck order (the paper's
     ``decks_10000.csv``). ``source == "seeds"`` means deck ``i`` = the seeded random deal
     ``i`` (as ``pasur solve --seed i``). Raises :class:`TensorCFRError` (one line) for an
-    unreadable file, a range past its end, or an invalid deal in the range.
+    unreadable file, a range past its end (naming ``option``, the range's option), or an
+    invalid deal in the range.
     """
     from tensorcfr.games.pasur.engine.rules import random_deal, validate_deal
 
@@ -135,7 +133,7 @@ def read_decks(source: str, first: int, last: int) -> tuple[list[tuple[int, tupl
     while lines and not lines[-1].strip():
         lines.pop()
     if last >= len(lines):
-        raise TensorCFRError(f"--decks {first}-{last} goes past the end of {source}, which has "
+        raise TensorCFRError(f"{option} {first}-{last} goes past the end of {source}, which has "
                              f"{len(lines)} decks (rows 0..{len(lines) - 1})")
     decks = []
     for i in range(first, last + 1):
@@ -290,29 +288,12 @@ def solve_deck(deck: int, deal: Sequence[int], options: BatchOptions, out_dir: s
 
 
 def _read_journal(path: Path) -> dict[int, dict[str, Any]]:
-    """Latest row per deck of a journal (an incomplete last line is ignored)."""
+    """Latest row per deck of a journal (a torn last line and unreadable lines are ignored)."""
     rows: dict[int, dict[str, Any]] = {}
-    if not path.is_file():
-        return rows
-    with path.open("r", encoding="utf-8") as fh:
-        for line in fh:
-            if not line.endswith("\n"):
-                break  # a write cut short by a kill
-            try:
-                row = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(row, dict) and isinstance(row.get("deck"), int):
-                rows[row["deck"]] = row
+    for row in read_journal(path, strict=False):
+        if isinstance(row.get("deck"), int):
+            rows[row["deck"]] = row
     return rows
-
-
-def _append_journal(path: Path, row: dict[str, Any]) -> None:
-    line = json.dumps(row, separators=(",", ":")) + "\n"
-    with path.open("a", encoding="utf-8") as fh:
-        fh.write(line)
-        fh.flush()
-        os.fsync(fh.fileno())
 
 
 def write_table(out: Path) -> int:
@@ -358,28 +339,6 @@ def _check_identity(out: Path, identity: dict[str, Any]) -> None:
 
 
 # --------------------------------------------------------------------------- Ray
-
-
-def check_ray_address(address: str, timeout: float = 3.0) -> None:
-    """Refuse (one line) a Ray address whose host:port does not accept a connection."""
-    target = address
-    for prefix in ("ray://", "http://", "https://"):
-        if target.startswith(prefix):
-            target = target[len(prefix):]
-    if target == "auto":
-        return
-    host, _, port = target.rpartition(":")
-    try:
-        port_number = int(port)
-    except ValueError:
-        raise TensorCFRError(f"--address {address!r} must be host:port (e.g. 10.0.0.5:6379) "
-                             "or auto") from None
-    try:
-        with socket.create_connection((host or "127.0.0.1", port_number), timeout=timeout):
-            pass
-    except OSError as exc:
-        raise TensorCFRError(f"no Ray cluster answers at --address {address} "
-                             f"({exc.strerror or exc})") from None
 
 
 def _ray_solve(deck: int, deal: list[int], options: dict[str, Any], out_dir: str | None
@@ -428,6 +387,7 @@ def run_batch(source: str, first: int, last: int, out: str | os.PathLike[str],
                 "deck_file_sha256": digest, **options.as_dict()}
     _check_identity(out_dir, identity)
     journal = out_dir / JOURNAL
+    repair_journal(journal)  # a torn last line would spoil the next row appended
     done = _read_journal(journal)
     todo = [(i, d) for i, d in decks if done.get(i, {}).get("status") != "ok"]
     skipped = len(decks) - len(todo)
@@ -441,7 +401,7 @@ def run_batch(source: str, first: int, last: int, out: str | os.PathLike[str],
 
     def finish(row: dict[str, Any]) -> None:
         nonlocal count, failed, last_flush
-        _append_journal(journal, row)
+        append_row(journal, row)
         count += 1
         failed += row.get("status") != "ok"
         if progress is not None:
@@ -457,110 +417,22 @@ def run_batch(source: str, first: int, last: int, out: str | os.PathLike[str],
         for i, deal in todo:
             finish(solve_deck(i, deal, options, out_text))
     elif todo:
-        import ray
+        deals = dict(todo)
 
-        # Ray starts its workers at niceness +15 by default (``worker_niceness``): on a
-        # machine shared with other work they then get almost no CPU. Keep the driver's.
-        os.environ.setdefault("RAY_worker_niceness", "0")
-        with _driver_only_sigint() as interrupts:
-            with _quiet_ray():
-                try:
-                    if address is not None:
-                        ray.init(address=address, include_dashboard=False,
-                                 log_to_driver=False, logging_level="error")
-                    else:
-                        ray.init(num_cpus=max(1, workers), include_dashboard=False,
-                                 log_to_driver=False, logging_level="error")
-                except Exception as exc:  # noqa: BLE001 - any start-up failure is one line
-                    raise TensorCFRError(
-                        f"cannot start Ray: {str(exc).splitlines()[0][:200]}") from None
-            interrupts.listen()
-            ray_info = {"mode": "ray", "address": address or "local",
-                        "cpus": float(ray.cluster_resources().get("CPU", 0))}
-            try:
-                remote = ray.remote(num_cpus=1, max_retries=0)(_ray_solve)
-                window = max(2, 2 * int(ray_info["cpus"] or 1))
-                pending: dict[Any, int] = {}
-                queue = list(todo)
-                while queue or pending:
-                    if interrupts.seen:  # finished decks are in the journal and the table
-                        write_table(out_dir)
-                        raise KeyboardInterrupt
-                    while queue and len(pending) < window:
-                        i, deal = queue.pop(0)
-                        pending[remote.remote(i, list(deal), opts, out_text)] = i
-                    # a timeout keeps the driver responsive to Ctrl-C (a blocking wait in
-                    # Ray's C++ core would hold the signal until a deck finishes)
-                    ready, _ = ray.wait(list(pending), num_returns=1, timeout=0.5)
-                    for ref in ready:
-                        i = pending.pop(ref)
-                        try:
-                            row = ray.get(ref)
-                        except Exception as exc:  # noqa: BLE001 - a worker died on this deck
-                            row = {"deck": i, "status": "error",
-                                   "error": f"worker failed: {str(exc).splitlines()[0][:200]}",
-                                   "deal": [int(c) for c in dict(todo)[i]]}
-                        finish(row)
-            finally:
-                ray.shutdown()
+        def collect(i: Any, row: dict[str, Any] | None, error: str | None) -> None:
+            if row is None:  # a worker died on this deck
+                row = {"deck": i, "status": "error", "error": error,
+                       "deal": [int(c) for c in deals[i]]}
+            finish(row)
+
+        jobs = [(i, (i, list(deal), opts, out_text)) for i, deal in todo]
+        try:
+            ray_info = run_on_ray(_ray_solve, jobs, collect, workers=workers, address=address)
+        except KeyboardInterrupt:  # finished decks are in the journal; bring the table up
+            write_table(out_dir)
+            raise
     rows = write_table(out_dir)
     return {"out": str(out_dir), "decks": total, "skipped": skipped,
             "computed": len(todo), "failed": failed, "table_rows": rows,
             "seconds": time.perf_counter() - started, "workers": workers, **ray_info,
             **options.as_dict()}
-
-
-class _SigintLatch:
-    """Counts SIGINTs once :meth:`listen` has been called (see :func:`_driver_only_sigint`)."""
-
-    def __init__(self, active: bool) -> None:
-        self.active = active
-        self.count = 0
-
-    @property
-    def seen(self) -> bool:
-        """Whether a SIGINT arrived since :meth:`listen`."""
-        return self.count > 0
-
-    def listen(self) -> None:
-        """From now on a SIGINT is only counted (no KeyboardInterrupt inside Ray calls)."""
-        if self.active:
-            signal.signal(signal.SIGINT, lambda signum, frame: self._count())
-
-    def _count(self) -> None:
-        self.count += 1
-
-
-@contextlib.contextmanager
-def _driver_only_sigint() -> Iterator[_SigintLatch]:
-    """Ctrl-C in a terminal reaches the whole process group. Inside this block SIGINT is
-    ignored until the latch's ``listen()``, so the processes ray.init starts (and the workers
-    they start) inherit it ignored and only the driver sees Ctrl-C; after ``listen()`` the
-    driver only counts it and stops between decks. The previous handler comes back on exit.
-    Outside the main thread (where handlers cannot be set) nothing changes."""
-    active = threading.current_thread() is threading.main_thread()
-    latch = _SigintLatch(active)
-    if not active:
-        yield latch
-        return
-    previous = signal.getsignal(signal.SIGINT)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield latch
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
-@contextlib.contextmanager
-def _quiet_ray() -> Iterable[None]:
-    """Ray prints start-up lines on stderr; keep them off the user's terminal."""
-    devnull = open(os.devnull, "w")
-    old_err = os.dup(2)
-    try:
-        sys.stderr.flush()
-        os.dup2(devnull.fileno(), 2)
-        yield
-    finally:
-        os.dup2(old_err, 2)
-        os.close(old_err)
-        devnull.close()
