@@ -47,7 +47,7 @@ def deck_file(tmp_path_factory):
 
 def _settings(deck_file, out, **kwargs):
     return TournamentSettings(agents=AGENTS, out=out, decks=deck_file, deck_range=(0, 2),
-                              workers=0, **kwargs)
+                              in_process=True, **kwargs)
 
 
 @pytest.fixture(scope="module")
@@ -221,7 +221,7 @@ def _start_cli(deck_file, out):
     env = dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""))
     return subprocess.Popen(
         [sys.executable, "-m", "tensorcfr.cli.main", "pasur", "tournament", "--agents",
-         "random,exact", "--decks", str(deck_file), "--range", "0-2", "--workers", "0",
+         "random,exact", "--decks", str(deck_file), "--range", "0-2", "--in-process",
          "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
 
@@ -249,7 +249,7 @@ def test_resume_after_sigkill_gives_the_same_tables(reference, deck_file, tmp_pa
     with journal.open("a") as fh:
         fh.write('{"id": "exact/2", "ki')  # a write cut short by the kill
     res = runner.invoke(app, ["pasur", "tournament", "--agents", "random,exact", "--decks",
-                              str(deck_file), "--range", "0-2", "--workers", "0", "--out",
+                              str(deck_file), "--range", "0-2", "--in-process", "--out",
                               str(out), "--json"])
     assert res.exit_code == 0, res.output
     assert "repaired the journal" in res.stderr
@@ -279,7 +279,10 @@ def test_a_signal_stops_cleanly(deck_file, tmp_path, signum):
     (["--agents", "random,exact"], "give --deals N"),
     (["--agents", "random,exact", "--deals", "1", "--determinizations", "0"],
      "determinizations K must be at least 1"),
-    (["--agents", "random,exact", "--deals", "1", "--workers", "-1"], "--workers"),
+    (["--agents", "random,exact", "--deals", "1", "--workers", "0"], "--workers must be at "
+     "least 1"),
+    (["--agents", "random,exact", "--deals", "1", "--in-process", "--address", "x:1"],
+     "leave out --address"),
     (["--agents", "random,exact", "--deals", "1", "--range", "0-1"], "--decks FILE"),
     (["--agents", "random,exact", "--deals", "1", "--address", "127.0.0.1:1"],
      "no Ray cluster answers"),
@@ -293,7 +296,7 @@ def test_cli_bad_input(tmp_path, args, message):
 
 
 def test_cli_bad_deck_range_and_out(deck_file, tmp_path):
-    base = ["pasur", "tournament", "--agents", "random,exact", "--workers", "0"]
+    base = ["pasur", "tournament", "--agents", "random,exact", "--in-process"]
     res = runner.invoke(app, base + ["--decks", str(deck_file), "--range", "2-5", "--out",
                                      str(tmp_path / "o")])
     assert res.exit_code == 2 and "--range 2-5 goes past the end" in res.output
@@ -308,7 +311,7 @@ def test_cli_bad_deck_range_and_out(deck_file, tmp_path):
 def test_cli_resume_with_other_settings(reference, deck_file):
     out = reference[0]
     base = ["pasur", "tournament", "--agents", "random,exact", "--decks", str(deck_file),
-            "--workers", "0", "--out", str(out)]
+            "--in-process", "--out", str(out)]
     for extra, option in ((["--range", "0-1"], "--range"),
                           (["--range", "0-2", "--seed", "5"], "--seed"),
                           (["--range", "0-2", "--determinizations", "8"],
@@ -316,7 +319,7 @@ def test_cli_resume_with_other_settings(reference, deck_file):
         res = runner.invoke(app, base + extra)
         assert res.exit_code == 2 and f"differs in {option})" in res.output, res.output
     res = runner.invoke(app, ["pasur", "tournament", "--agents", "exact,random", "--decks",
-                              str(deck_file), "--range", "0-2", "--workers", "0", "--out",
+                              str(deck_file), "--range", "0-2", "--in-process", "--out",
                               str(out)])
     assert res.exit_code == 2 and "differs in --agents" in res.output
     journal = out / "games.jsonl"

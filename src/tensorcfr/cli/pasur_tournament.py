@@ -31,8 +31,9 @@ def tournament_command(
                                              "(from 0, inclusive)."),
     out: str = typer.Option(..., "--out", help="Tournament folder (journal, games.parquet, "
                             "summary.parquet, cross_table.png); rerun to resume."),
-    workers: int = typer.Option(1, "--workers", help="Ray workers of a local instance; 0 plays "
-                                "in this process without Ray."),
+    workers: int = typer.Option(1, "--workers", help="Ray workers of a local instance."),
+    in_process: bool = typer.Option(False, "--in-process", help="Play in this process, one "
+                                    "job at a time, without Ray."),
     address: Optional[str] = typer.Option(None, "--address", help="An existing Ray cluster "
                                           "(host:port) instead of a local instance."),
     determinizations: int = typer.Option(32, "--determinizations", help="K, draws per move "
@@ -66,7 +67,7 @@ def tournament_command(
             agents=tuple(a for a in agents.split(",") if a.strip()), out=Path(out),
             deals=deals, seed=seed, decks=Path(decks) if decks is not None else None,
             deck_range=parse_deck_range(deck_range, "--range") if deck_range else None,
-            workers=workers, address=address, threads=n_threads,
+            workers=workers, in_process=in_process, address=address, threads=n_threads,
             agent_options=AgentOptions(
                 determinizations=determinizations, seconds_per_move=seconds_per_move,
                 simulations=simulations, model=Path(model) if model is not None else None,

@@ -100,7 +100,9 @@ class TournamentSettings:
         seed: the first deal's seed; also the agents' seed base (deal ``i``: ``seed + i``).
         decks: a deck file (CSV, one deal per line, as ``pasur batch``) instead of seeds.
         deck_range: rows ``(first, last)`` of ``decks``, inclusive (needed with ``decks``).
-        workers: Ray workers of a local instance; 0 plays in this process without Ray.
+        workers: Ray workers of a local instance (at least 1).
+        in_process: play every job in this process, one by one, without Ray (tests, small
+            runs, debugging); ``workers`` is then unused.
         address: an existing Ray cluster (host:port) instead of a local instance.
         agent_options: the agents' settings (determinizations, time per move, ...).
         threads: torch threads per worker.
@@ -114,6 +116,7 @@ class TournamentSettings:
     decks: Path | None = None
     deck_range: tuple[int, int] | None = None
     workers: int = 1
+    in_process: bool = False
     address: str | None = None
     agent_options: AgentOptions = field(default_factory=AgentOptions)
     threads: int = 1
@@ -149,8 +152,11 @@ class TournamentSettings:
             first, last = self.deck_range
             if first < 0 or last < first:
                 raise TensorCFRError(f"--range {first}-{last}: need 0 <= A <= B")
-        if self.workers < 0:
-            raise TensorCFRError(f"--workers must be at least 0, got {self.workers}")
+        if self.workers < 1:
+            raise TensorCFRError(f"--workers must be at least 1, got {self.workers} (use "
+                                 "--in-process to play without Ray)")
+        if self.in_process and self.address is not None:
+            raise TensorCFRError("--in-process plays without Ray: leave out --address")
         if self.threads < 1:
             raise TensorCFRError(f"--threads must be at least 1, got {self.threads}")
         if not self.flush_seconds > 0:
@@ -714,7 +720,7 @@ def run_tournament(settings: TournamentSettings, *,
     try:
         if not todo:
             pass
-        elif settings.workers == 0 and settings.address is None:
+        elif settings.in_process:
             with interrupt_on_sigterm():
                 for spec in todo:
                     finish(_run_job(spec, settings.threads))
@@ -739,6 +745,7 @@ def run_tournament(settings: TournamentSettings, *,
     return TournamentResult(out=out, agents=settings.agents, deals=len(deals), pairs=summaries,
                             jobs=total, skipped=skipped, computed=len(todo),
                             failed=state["failed"], seconds=time.perf_counter() - started,
-                            run=run_info | {"workers": settings.workers,
+                            run=run_info | {"workers": 0 if settings.in_process
+                                            else settings.workers,
                                             "threads": settings.threads},
                             repaired_bytes=repaired)
