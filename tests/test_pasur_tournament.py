@@ -140,6 +140,8 @@ def test_prices_of_hidden_information(reference):
     (pair,) = result.pairs
     assert pair.price["exact"]["mean"] == pytest.approx(-pair.price["random"]["mean"])
     assert pair.price["random"]["mean"] >= 0
+    # over complete duplicate deals the deal values cancel: the mean price is -mean_diff
+    assert pair.price["random"]["mean"] == pytest.approx(-pair.mean_diff)
     assert pair.mean_diff == pytest.approx(
         sum(g["a_diff"] for g in games) / len(games))  # both seatings of every deal played
     (row,) = pq.read_table(str(out / "summary.parquet")).to_pylist()
@@ -222,7 +224,10 @@ def _start_cli(deck_file, out):
     return subprocess.Popen(
         [sys.executable, "-m", "tensorcfr.cli.main", "pasur", "tournament", "--agents",
          "random,exact", "--decks", str(deck_file), "--range", "0-2", "--in-process",
-         "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+         "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        # a test run started in the background (``cmd &``) has SIGINT ignored, and a child
+        # would inherit that: give the child Python's usual Ctrl-C
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 def _wait_for_journal_lines(proc, journal, lines=1, timeout=120.0):

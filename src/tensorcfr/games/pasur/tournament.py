@@ -716,7 +716,7 @@ def run_tournament(settings: TournamentSettings, *,
             _write_tables(settings, deals)
             state["flushed"] = time.perf_counter()
 
-    run_info: dict[str, Any] = {"mode": "in-process"}
+    run_info: dict[str, Any] = {"mode": "in-process" if todo else "nothing to run"}
     try:
         if not todo:
             pass
