@@ -51,6 +51,9 @@ def _register() -> None:
 
     app.command("batch")(pasur_batch.batch_command)
     app.command("analyze")(pasur_batch.analyze_command)
+    from tensorcfr.cli import pasur_tournament
+
+    app.command("tournament")(pasur_tournament.tournament_command)
 
 
 _register()

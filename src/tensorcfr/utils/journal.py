@@ -13,7 +13,8 @@ simply done again.
 when the process dies, even by ``kill -9``) and writes the holder's pid and host into it, so
 a second run is refused with who holds the folder.
 
-Nothing here knows what a row holds beyond its integer key (e.g. ``"deck"``).
+Nothing here knows what a row holds beyond its key (e.g. ``"deck"``, an integer, or a
+job id).
 """
 
 from __future__ import annotations
@@ -44,13 +45,14 @@ class JournalContents:
     """What :func:`read_journal` found.
 
     Attributes:
-        rows: the latest row of each key value (``rows[7]`` = the last row with key 7).
+        rows: the latest row of each key value (``rows[7]`` = the last row with key 7); key
+            values are integers (a deck) or strings (a job id).
         torn_bytes: length of a torn last line (no newline) that was dropped; 0 if none.
         unreadable_lines: 1-based numbers of complete lines that are not JSON objects with
-            an integer key (skipped).
+            an integer or text key (skipped).
     """
 
-    rows: dict[int, dict[str, Any]] = field(default_factory=dict)
+    rows: dict[int | str, dict[str, Any]] = field(default_factory=dict)
     torn_bytes: int = 0
     unreadable_lines: list[int] = field(default_factory=list)
 
@@ -98,7 +100,7 @@ def read_journal(path: str | os.PathLike[str], key: str) -> JournalContents:
             row = json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, ValueError):
             row = None
-        if isinstance(row, dict) and isinstance(row.get(key), int) \
+        if isinstance(row, dict) and isinstance(row.get(key), (int, str)) \
                 and not isinstance(row.get(key), bool):
             contents.rows[row[key]] = row
         elif raw.strip():

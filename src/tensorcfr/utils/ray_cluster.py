@@ -29,12 +29,12 @@ import socket
 import sys
 import threading
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Hashable, Iterable, Iterator
 
 from tensorcfr.errors import TensorCFRError
 
 __all__ = ["RAY_CONNECT_TIMEOUT_S", "SignalLatch", "check_ray_address", "connect_ray",
-           "driver_signals", "ray_token_available", "stdout_to_stderr"]
+           "driver_signals", "ray_token_available", "run_on_ray", "stdout_to_stderr"]
 
 RAY_CONNECT_TIMEOUT_S = 120.0
 """Longest a start-up or a connection may take before it is given up (seconds)."""
@@ -301,3 +301,57 @@ def driver_signals(ignore_while_starting: bool = True) -> Iterator[SignalLatch]:
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
+
+
+def run_on_ray(function: Callable[..., Any], jobs: Iterable[tuple[Hashable, tuple[Any, ...]]],
+               on_result: Callable[[Hashable, Any, str | None], None], *, workers: int = 1,
+               address: str | None = None,
+               on_stop: Callable[[SignalLatch], BaseException] | None = None) -> dict[str, Any]:
+    """Run ``function(*args)`` for each ``(key, args)`` of ``jobs`` on Ray (a local instance
+    with ``workers`` CPUs, or the cluster at ``address``), one CPU per call, at most twice the
+    cluster's CPUs in flight; ``jobs`` is read lazily, as room opens.
+
+    ``on_result(key, result, error)`` runs in the driver as each job ends (``error``: None,
+    or the one-line reason a worker died; ``result`` is then None). A SIGINT or SIGTERM stops
+    the run between two results: the exception ``on_stop(latch)`` is raised (default
+    :class:`KeyboardInterrupt`), every result handed over so far kept. Ray's output on
+    stdout goes to stderr meanwhile. Returns :func:`connect_ray`'s description of the
+    instance."""
+    with driver_signals(address is None) as interrupts, stdout_to_stderr():
+        info = connect_ray(address, workers)  # before `import ray`: it sets Ray's env
+        import ray
+
+        interrupts.listen()
+        try:
+            remote = ray.remote(num_cpus=1, max_retries=0)(function)
+            window = max(2, 2 * int(info["cpus"] or 1))
+            pending: dict[Any, Hashable] = {}
+            queue = iter(jobs)
+            more = True
+            while True:
+                if interrupts.seen:
+                    raise on_stop(interrupts) if on_stop is not None else KeyboardInterrupt()
+                while more and len(pending) < window:
+                    job = next(queue, None)
+                    if job is None:
+                        more = False
+                        break
+                    key, args = job
+                    pending[remote.remote(*args)] = key
+                if not pending:
+                    break
+                # a timeout keeps the driver responsive to Ctrl-C (a blocking wait in Ray's
+                # C++ core would hold the signal until a job finishes)
+                ready, _ = ray.wait(list(pending), num_returns=1, timeout=0.5)
+                for ref in ready:
+                    key = pending.pop(ref)
+                    try:
+                        result = ray.get(ref)
+                    except Exception as exc:  # noqa: BLE001 - a worker died on this job
+                        on_result(key, None,
+                                  f"worker failed: {(str(exc).splitlines() or [''])[0][:200]}")
+                    else:
+                        on_result(key, result, None)
+        finally:
+            ray.shutdown()
+    return info

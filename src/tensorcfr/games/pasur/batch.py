@@ -31,13 +31,12 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from tensorcfr.errors import CorruptFileError, TensorCFRError
 from tensorcfr.utils.checks import MAX_SEED, check_int_range
 from tensorcfr.utils.journal import append_journal, folder_lock, read_journal, repair_journal
-from tensorcfr.utils.ray_cluster import (check_ray_address, connect_ray, driver_signals,
-                                         stdout_to_stderr)
+from tensorcfr.utils.ray_cluster import check_ray_address, run_on_ray
 
 __all__ = [
     "BATCH_FORMAT",
@@ -100,8 +99,8 @@ class BatchOptions:
 # --------------------------------------------------------------------------- deck files
 
 
-def parse_deck_range(text: str) -> tuple[int, int]:
-    """``"A-B"`` (inclusive, 0-based) or ``"A"`` -> (A, B)."""
+def parse_deck_range(text: str, option: str = "--decks") -> tuple[int, int]:
+    """``"A-B"`` (inclusive, 0-based) or ``"A"`` -> (A, B); errors name ``option``."""
     parts = text.strip().split("-")
     try:
         if len(parts) == 1:
@@ -111,25 +110,26 @@ def parse_deck_range(text: str) -> tuple[int, int]:
         else:
             raise ValueError
     except ValueError:
-        raise TensorCFRError(f"--decks must look like A-B (row indices, from 0), got {text!r}") \
+        raise TensorCFRError(f"{option} must look like A-B (row indices, from 0), got {text!r}") \
             from None
     if a < 0 or b < a:
-        raise TensorCFRError(f"--decks {text}: need 0 <= A <= B")
+        raise TensorCFRError(f"{option} {text}: need 0 <= A <= B")
     if b - a + 1 > MAX_DECKS:
-        raise TensorCFRError(f"--decks {text} asks for {b - a + 1:,} decks; one run takes at "
+        raise TensorCFRError(f"{option} {text} asks for {b - a + 1:,} decks; one run takes at "
                              f"most {MAX_DECKS:,} (split the range into several runs on the "
                              "same --out folder)")
     return a, b
 
 
-def read_decks(source: str, first: int, last: int) -> tuple[list[tuple[int, tuple[int, ...]]],
-                                                             str]:
+def read_decks(source: str, first: int, last: int, option: str = "--decks"
+               ) -> tuple[list[tuple[int, tuple[int, ...]]], str]:
     """Decks ``first..last`` (row indices) of a deck file, validated, and the file's SHA-256.
 
     A deck file is CSV text, one deal per line: 52 card indices in deck order (the paper's
     ``decks_10000.csv``). ``source == "seeds"`` means deck ``i`` = the seeded random deal
     ``i`` (as ``pasur solve --seed i``). Raises :class:`TensorCFRError` (one line) for an
-    unreadable file, a range past its end, or an invalid deal in the range.
+    unreadable file, a range past its end (naming ``option``, the range's option), or an
+    invalid deal in the range.
     """
     from tensorcfr.games.pasur.engine.rules import random_deal, validate_deal
 
@@ -152,7 +152,7 @@ def read_decks(source: str, first: int, last: int) -> tuple[list[tuple[int, tupl
     while lines and not lines[-1].strip():
         lines.pop()
     if last >= len(lines):
-        raise TensorCFRError(f"--decks {first}-{last} goes past the end of {source}, which has "
+        raise TensorCFRError(f"{option} {first}-{last} goes past the end of {source}, which has "
                              f"{len(lines)} decks (rows 0..{len(lines) - 1})")
     decks = []
     for i in range(first, last + 1):
@@ -519,38 +519,20 @@ def _run_on_ray(todo: list[tuple[int, tuple[int, ...] | None]], options: BatchOp
                 address: str | None, out_text: str, finish: Callable[[dict[str, Any]], None],
                 stopped: Callable[[Any], Exception]) -> dict[str, Any]:
     """The decks of ``todo`` on Ray workers (a local instance or ``address``); each finished
-    row goes to ``finish``. Ray's output on stdout is sent to stderr meanwhile."""
+    row goes to ``finish`` (a worker that died gives an error row)."""
     opts = options.as_dict() | {"threads": options.threads}
-    with driver_signals(address is None) as interrupts, stdout_to_stderr():
-        ray_info = connect_ray(address, workers)  # before `import ray`: it sets Ray's env
-        import ray
+    deals: dict[int, tuple[int, ...]] = {}
 
-        interrupts.listen()
-        try:
-            remote = ray.remote(num_cpus=1, max_retries=0)(_ray_solve)
-            window = max(2, 2 * int(ray_info["cpus"] or 1))
-            pending: dict[Any, int] = {}
-            queue = list(todo)
-            deals: dict[int, tuple[int, ...]] = {}
-            while queue or pending:
-                if interrupts.seen:  # finished decks are in the journal and the table
-                    raise stopped(interrupts)
-                while queue and len(pending) < window:
-                    i, maybe_deal = queue.pop(0)
-                    deal = deals[i] = _deal(i, maybe_deal)
-                    pending[remote.remote(i, list(deal), opts, out_text)] = i
-                # a timeout keeps the driver responsive to Ctrl-C (a blocking wait in
-                # Ray's C++ core would hold the signal until a deck finishes)
-                ready, _ = ray.wait(list(pending), num_returns=1, timeout=0.5)
-                for ref in ready:
-                    i = pending.pop(ref)
-                    try:
-                        row = ray.get(ref)
-                    except Exception as exc:  # noqa: BLE001 - a worker died on this deck
-                        row = {"deck": i, "status": "error",
-                               "error": f"worker failed: {str(exc).splitlines()[0][:200]}",
-                               "deal": [int(c) for c in deals[i]]}
-                    finish(row)
-        finally:
-            ray.shutdown()
-    return ray_info
+    def jobs() -> Iterator[tuple[int, tuple[Any, ...]]]:
+        for i, maybe_deal in todo:  # `seeds` deals are drawn as they are queued
+            deal = deals[i] = _deal(i, maybe_deal)
+            yield i, (i, list(deal), opts, out_text)
+
+    def collect(deck: Any, row: dict[str, Any] | None, error: str | None) -> None:
+        if row is None:
+            row = {"deck": deck, "status": "error", "error": error,
+                   "deal": [int(c) for c in deals[deck]]}
+        finish(row)
+
+    return run_on_ray(_ray_solve, jobs(), collect, workers=workers, address=address,
+                      on_stop=stopped)

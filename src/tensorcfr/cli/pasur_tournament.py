@@ -1,0 +1,140 @@
+"""``tensorcfr pasur tournament``: a duplicate tournament between hidden-hand agents (the run
+itself is :func:`tensorcfr.games.pasur.tournament.run_tournament`; this module only parses
+options and prints)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Optional
+
+import typer
+
+from tensorcfr.cli.common import console, err_console, fail, print_json
+from tensorcfr.errors import TensorCFRError
+
+if TYPE_CHECKING:
+    from tensorcfr.games.pasur.tournament import TournamentResult
+
+INTERRUPTED_EXIT_CODE = 130
+
+
+def tournament_command(
+    agents: str = typer.Option(..., "--agents", help="Comma-separated agent names (at least "
+                               "two), e.g. random,exact; every pair plays."),
+    deals: Optional[int] = typer.Option(None, "--deals", help="N seeded random deals "
+                                        "(deal i is `pasur deal --seed SEED+i`)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the first deal; the agents of deal i "
+                             "are seeded SEED+i."),
+    decks: Optional[str] = typer.Option(None, "--decks", help="A deck file (CSV, one deal per "
+                                        "line, as `pasur batch`) instead of seeded deals."),
+    deck_range: Optional[str] = typer.Option(None, "--range", help="Rows A-B of --decks "
+                                             "(from 0, inclusive)."),
+    out: str = typer.Option(..., "--out", help="Tournament folder (journal, games.parquet, "
+                            "summary.parquet, cross_table.png); rerun to resume."),
+    workers: int = typer.Option(1, "--workers", help="Ray workers of a local instance."),
+    in_process: bool = typer.Option(False, "--in-process", help="Play in this process, one "
+                                    "job at a time, without Ray."),
+    address: Optional[str] = typer.Option(None, "--address", help="An existing Ray cluster "
+                                          "(host:port) instead of a local instance."),
+    determinizations: int = typer.Option(32, "--determinizations", help="K, draws per move "
+                                         "of the determinizing agents."),
+    seconds_per_move: Optional[float] = typer.Option(None, "--seconds-per-move",
+                                                     help="Time budget per move of the "
+                                                     "agents that have one."),
+    simulations: int = typer.Option(1000, "--simulations", help="ISMCTS simulations per "
+                                    "move."),
+    model: Optional[str] = typer.Option(None, "--model", help="Folder of a hidden-hand policy "
+                                        "model (agents that use one)."),
+    device: str = typer.Option("cpu", "--device", help="Torch device of the exact solver."),
+    threads: Optional[int] = typer.Option(None, "--threads", help="Torch threads per worker "
+                                          "(default 1)."),
+    json_out: bool = typer.Option(False, "--json", help="Print one JSON object (key `pairs`) "
+                                  "instead of text."),
+) -> None:
+    """Duplicate tournament: every pair of agents plays each deal twice, seats swapped."""
+    from tensorcfr.games.pasur.agents import AgentOptions
+    from tensorcfr.games.pasur.batch import parse_deck_range
+    from tensorcfr.games.pasur.tournament import (
+        TournamentProgress,
+        TournamentSettings,
+        run_tournament,
+    )
+    from tensorcfr.utils.resources import set_threads
+
+    try:
+        n_threads = set_threads(threads)
+        settings = TournamentSettings(
+            agents=tuple(a for a in agents.split(",") if a.strip()), out=Path(out),
+            deals=deals, seed=seed, decks=Path(decks) if decks is not None else None,
+            deck_range=parse_deck_range(deck_range, "--range") if deck_range else None,
+            workers=workers, in_process=in_process, address=address, threads=n_threads,
+            agent_options=AgentOptions(
+                determinizations=determinizations, seconds_per_move=seconds_per_move,
+                simulations=simulations, model=Path(model) if model is not None else None,
+                device=device, threads=n_threads))
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, \
+            TimeElapsedColumn, TimeRemainingColumn
+
+        with Progress(TextColumn("games and exact values"), BarColumn(), MofNCompleteColumn(),
+                      TextColumn("{task.fields[failed]} failed"), TimeElapsedColumn(),
+                      TextColumn("ETA"), TimeRemainingColumn(), console=err_console,
+                      transient=True, disable=not err_console.is_terminal) as bar:
+            task = bar.add_task("tournament", total=None, failed=0)
+
+            def on_progress(progress: TournamentProgress) -> None:
+                if progress.notice is not None:
+                    err_console.print(f"note: {progress.notice}", highlight=False,
+                                      soft_wrap=True, markup=False)
+                elif progress.row is None:
+                    bar.reset(task, total=progress.total, completed=progress.done, failed=0)
+                else:
+                    bar.update(task, completed=progress.done, failed=progress.failed)
+
+            result = run_tournament(settings, on_progress=on_progress)
+    except TensorCFRError as exc:
+        fail(str(exc), exc.exit_code)
+        return
+    except KeyboardInterrupt:
+        err_console.print(f"interrupted: every finished game is in {Path(out) / 'games.jsonl'}; "
+                          "run the same command to resume", highlight=False, soft_wrap=True,
+                          markup=False)
+        raise typer.Exit(INTERRUPTED_EXIT_CODE) from None
+    if json_out:
+        print_json(result.as_dict())
+        return
+    _print_pairs(result)
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:+.2f}"
+
+
+def _print_pairs(result: TournamentResult) -> None:
+    from tensorcfr.games.pasur.tournament import CROSS_TABLE, GAMES_TABLE, SUMMARY_TABLE
+
+    console.print(f"duplicate tournament, {result.deals} deals; points per deal, A minus B; "
+                  "price of hidden information = the exact open-hands value minus the result, "
+                  "from the agent's seat", highlight=False, soft_wrap=True)
+    for p in result.pairs:
+        if p.mean_diff is None:
+            console.print(f"{p.a} vs {p.b}: no deal finished both games "
+                          f"({p.failed_games} games failed)", highlight=False, soft_wrap=True)
+            continue
+        ci = "no interval (one deal)" if p.ci95 is None else \
+            f"95% CI [{p.ci95[0]:+.2f}, {p.ci95[1]:+.2f}]"
+        console.print(
+            f"{p.a} vs {p.b}: {p.mean_diff:+.2f} ({ci}, {p.deals} deals); {p.a} wins "
+            f"{p.a_win_rate:.0%}, ties {p.tie_rate:.0%}, {p.b} wins {p.b_win_rate:.0%}; price "
+            f"{p.a} {_fmt(p.price[p.a]['mean'])}, {p.b} {_fmt(p.price[p.b]['mean'])}",
+            highlight=False, soft_wrap=True)
+    failed = sum(p.failed_games for p in result.pairs)
+    console.print(f"{result.jobs} jobs (games and exact values): {result.computed} run now, "
+                  f"{result.skipped} already done, {result.failed} failed now; {failed} games "
+                  f"failed in all; {result.seconds:.1f} s ({result.run['mode']}, "
+                  f"{result.run['workers']} worker(s), {result.run['threads']} thread(s) each)",
+                  highlight=False, soft_wrap=True)
+    console.print(f"wrote {result.out / GAMES_TABLE}, {result.out / SUMMARY_TABLE} and "
+                  f"{result.out / CROSS_TABLE}", highlight=False, soft_wrap=True)
+
+
+__all__ = ["tournament_command"]

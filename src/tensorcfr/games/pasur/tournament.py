@@ -1,0 +1,759 @@
+"""Duplicate tournaments between hidden-hand Pasur agents: every pair of agents plays every
+deal twice, seats swapped, so the luck of the deal cancels; resumable, on Ray or in-process.
+
+For agents ``A, B, ...`` and deals ``0..N-1`` (seeded random deals ``rules.random_deal(seed +
+i)``, or rows of a deck file), each pair ``(a, b)`` (in the order given) plays each deal in
+seating 0 (``a`` is Alex, ``b`` is Bob) and seating 1 (``b`` is Alex), both games with the
+same agent seed (``seed + deal``). Each deal is also solved once with open hands
+(:func:`~.solving.exact.solve_exact`; its ``value`` is Alex minus Bob, in points).
+
+Per pair (:class:`PairSummary`), the unit is the **duplicate deal**: ``d_i`` = the mean over
+the two seatings of ``a``'s points minus ``b``'s on deal ``i``. Reported: ``mean_diff`` (the
+mean of ``d_i``, points per deal), its 95% Student-t confidence interval over deals, the win /
+tie / loss rates of ``a`` over deals (the sign of ``d_i``), and each agent's **price of hidden
+information**: the mean, over its games, of the open-hands exact value of the deal from its
+seat minus its result from its seat (Alex: ``value - utility``; Bob: ``utility - value``),
+overall and by seat.
+
+A tournament folder ``DIR`` holds:
+
+* ``tournament.json``: the identity (agents, deals, seed or deck file and range, agent
+  options). A rerun with other settings is refused, naming the option that differs.
+* ``games.jsonl``: the append-only journal, one JSON row per finished job (a game, or a deal's
+  exact value), failures included with their one-line error; a rerun skips the jobs it lists
+  as ``ok`` and retries the rest. A torn last line (a killed write) is cut off and said so.
+* ``games.parquet``: one row per game (pair, deal, seating, seats, utility, points, exact
+  value, price per seat, per-move seconds median per seat, agent options, status, error).
+* ``summary.parquet``: one row per pair (the statistics above).
+* ``cross_table.png``: the mean difference of each row agent against each column agent,
+  with its interval.
+
+All files are written atomically (the tables every few seconds during a run and at its end).
+
+This module runs games through the :class:`~.playing.agent.HiddenAgent` protocol and the
+agent registry (:mod:`.agents`); it does not know how any agent chooses its plays.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import statistics
+import time
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable, Hashable, Sequence
+
+from tensorcfr.errors import CorruptFileError, TensorCFRError
+from tensorcfr.games.pasur.agents import AGENT_NAMES, AgentOptions, make_agent
+from tensorcfr.games.pasur.batch import read_decks
+from tensorcfr.games.pasur.engine import rules
+from tensorcfr.games.pasur.engine.observation import observe
+from tensorcfr.games.pasur.playing.agent import HiddenAgent
+from tensorcfr.utils.interrupts import deferred_stop
+from tensorcfr.utils.journal import append_journal, read_journal, repair_journal
+from tensorcfr.utils.ray_cluster import check_ray_address, run_on_ray
+
+__all__ = [
+    "PairSummary",
+    "TOURNAMENT_FORMAT",
+    "TournamentProgress",
+    "TournamentResult",
+    "TournamentSettings",
+    "duplicate_interval",
+    "run_tournament",
+    "summarize_pairs",
+]
+
+TOURNAMENT_FORMAT = "tensorcfr-pasur-tournament-1"
+IDENTITY_FILE = "tournament.json"
+JOURNAL = "games.jsonl"
+GAMES_TABLE = "games.parquet"
+SUMMARY_TABLE = "summary.parquet"
+CROSS_TABLE = "cross_table.png"
+CONFIDENCE = 0.95
+
+# which command-line option sets each identity key (named when a resume differs)
+_IDENTITY_OPTIONS = {
+    "format": "the folder's format", "agents": "--agents", "deals": "--deals",
+    "seed": "--seed", "deck_file": "--decks", "deck_file_sha256": "--decks (file content)",
+    "range": "--range", "determinizations": "--determinizations",
+    "seconds_per_move": "--seconds-per-move", "simulations": "--simulations",
+    "model": "--model",
+}
+
+
+# --------------------------------------------------------------------------- settings
+
+
+@dataclass(frozen=True)
+class TournamentSettings:
+    """Everything a tournament needs (validated on construction; bad values raise
+    :class:`TensorCFRError` with a one-line message naming the option).
+
+    Attributes:
+        agents: agent names (:data:`~.agents.AGENT_NAMES`), at least two, all different.
+        out: the tournament folder.
+        deals: N, the seeded random deals ``random_deal(seed + i)``, ``i < N`` (not with
+            ``decks``).
+        seed: the first deal's seed; also the agents' seed base (deal ``i``: ``seed + i``).
+        decks: a deck file (CSV, one deal per line, as ``pasur batch``) instead of seeds.
+        deck_range: rows ``(first, last)`` of ``decks``, inclusive (needed with ``decks``).
+        workers: Ray workers of a local instance (at least 1).
+        in_process: play every job in this process, one by one, without Ray (tests, small
+            runs, debugging); ``workers`` is then unused.
+        address: an existing Ray cluster (host:port) instead of a local instance.
+        agent_options: the agents' settings (determinizations, time per move, ...).
+        threads: torch threads per worker.
+        flush_seconds: how often the tables are rewritten during a run.
+    """
+
+    agents: tuple[str, ...]
+    out: Path
+    deals: int | None = None
+    seed: int = 0
+    decks: Path | None = None
+    deck_range: tuple[int, int] | None = None
+    workers: int = 1
+    in_process: bool = False
+    address: str | None = None
+    agent_options: AgentOptions = field(default_factory=AgentOptions)
+    threads: int = 1
+    flush_seconds: float = 5.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "agents", tuple(a.strip() for a in self.agents))
+        object.__setattr__(self, "out", Path(self.out))
+        if self.decks is not None:
+            object.__setattr__(self, "decks", Path(self.decks))
+        for name in self.agents:
+            if name not in AGENT_NAMES:
+                raise TensorCFRError(f"--agents: unknown agent {name!r}; choose from "
+                                     f"{', '.join(AGENT_NAMES)}")
+        if len(self.agents) < 2:
+            raise TensorCFRError(f"--agents needs at least 2 agents (comma-separated), got "
+                                 f"{len(self.agents)}")
+        repeated = sorted({a for a in self.agents if self.agents.count(a) > 1})
+        if repeated:
+            raise TensorCFRError(f"--agents names {', '.join(repeated)} more than once")
+        if self.decks is None:
+            if self.deck_range is not None:
+                raise TensorCFRError("--range picks rows of a deck file: give --decks FILE too")
+            if self.deals is None:
+                raise TensorCFRError("give --deals N (seeded deals) or --decks FILE --range A-B")
+            if self.deals < 1:
+                raise TensorCFRError(f"--deals must be at least 1, got {self.deals}")
+        else:
+            if self.deals is not None:
+                raise TensorCFRError("--deals counts seeded deals; with --decks give --range A-B")
+            if self.deck_range is None:
+                raise TensorCFRError("--decks needs --range A-B (rows of the file, from 0)")
+            first, last = self.deck_range
+            if first < 0 or last < first:
+                raise TensorCFRError(f"--range {first}-{last}: need 0 <= A <= B")
+        if self.workers < 1:
+            raise TensorCFRError(f"--workers must be at least 1, got {self.workers} (use "
+                                 "--in-process to play without Ray)")
+        if self.in_process and self.address is not None:
+            raise TensorCFRError("--in-process plays without Ray: leave out --address")
+        if self.threads < 1:
+            raise TensorCFRError(f"--threads must be at least 1, got {self.threads}")
+        if not self.flush_seconds > 0:
+            raise TensorCFRError(f"flush_seconds must be positive, got {self.flush_seconds}")
+
+    @property
+    def pairs(self) -> list[tuple[str, str]]:
+        """Every pair of agents, in the order given (``a`` before ``b``)."""
+        return list(itertools.combinations(self.agents, 2))
+
+    def options_dict(self) -> dict[str, Any]:
+        """The agent options that can change results (JSON-ready)."""
+        opts = self.agent_options
+        return {"determinizations": opts.determinizations,
+                "seconds_per_move": opts.seconds_per_move, "simulations": opts.simulations,
+                "model": None if opts.model is None else str(Path(opts.model).resolve())}
+
+
+# --------------------------------------------------------------------------- statistics
+
+
+def duplicate_interval(deal_diffs: Sequence[float], confidence: float = CONFIDENCE
+                       ) -> tuple[float | None, tuple[float, float] | None, float | None]:
+    """Mean, Student-t confidence interval and sample standard deviation of per-deal
+    differences (points per deal; the duplicate deal is the unit).
+
+    Returns ``(mean, (low, high), sd)``; the interval and sd are None for fewer than two
+    deals, everything is None for none.
+
+    >>> mean, (low, high), sd = duplicate_interval([1, 2, 3, 4, 5])
+    >>> mean, round(low, 4), round(high, 4), round(sd, 4)
+    (3.0, 1.0368, 4.9632, 1.5811)
+    """
+    from scipy.stats import t as student_t
+
+    n = len(deal_diffs)
+    if n == 0:
+        return None, None, None
+    mean = float(statistics.fmean(deal_diffs))
+    if n < 2:
+        return mean, None, None
+    sd = float(statistics.stdev(deal_diffs))
+    half = float(student_t.ppf(0.5 + confidence / 2, n - 1)) * sd / math.sqrt(n)
+    return mean, (mean - half, mean + half), sd
+
+
+@dataclass(frozen=True)
+class PairSummary:
+    """One pair's results (``a`` against ``b``; points per deal, ``a`` minus ``b``).
+
+    Attributes:
+        a, b: the agents.
+        deals: duplicate deals with both games played (the statistics' sample size).
+        games: games played without error; failed_games: games that failed.
+        mean_diff: mean over deals of ``a``'s points minus ``b``'s (both seatings averaged).
+        ci95: 95% confidence interval of ``mean_diff`` (None below two deals).
+        sd_diff: sample standard deviation of the per-deal differences.
+        a_win_rate, tie_rate, b_win_rate: share of deals where the duplicate difference is
+            positive / zero / negative.
+        price: per agent, its price of hidden information (points: the exact open-hands
+            value from its seat minus its result), ``{"mean", "as_alex", "as_bob"}``.
+        move_seconds_median: per agent, the median over its games of its per-game median
+            seconds per move.
+    """
+
+    a: str
+    b: str
+    deals: int
+    games: int
+    failed_games: int
+    mean_diff: float | None
+    ci95: tuple[float, float] | None
+    sd_diff: float | None
+    a_win_rate: float | None
+    tie_rate: float | None
+    b_win_rate: float | None
+    price: dict[str, dict[str, float | None]]
+    move_seconds_median: dict[str, float | None]
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready: ``a, b, deals, mean_diff, ci95 [low, high], a_win_rate, tie_rate,
+        b_win_rate, price_of_hidden_information, ...``."""
+        return {"a": self.a, "b": self.b, "deals": self.deals, "mean_diff": self.mean_diff,
+                "ci95": list(self.ci95) if self.ci95 is not None else [None, None],
+                "a_win_rate": self.a_win_rate, "tie_rate": self.tie_rate,
+                "b_win_rate": self.b_win_rate, "sd_diff": self.sd_diff, "games": self.games,
+                "failed_games": self.failed_games,
+                "price_of_hidden_information": self.price,
+                "move_seconds_median": self.move_seconds_median}
+
+    def table_row(self) -> dict[str, Any]:
+        """One flat row of ``summary.parquet``."""
+        row = {"a": self.a, "b": self.b, "deals": self.deals, "games": self.games,
+               "failed_games": self.failed_games, "mean_diff": self.mean_diff,
+               "ci95_low": self.ci95[0] if self.ci95 else None,
+               "ci95_high": self.ci95[1] if self.ci95 else None, "sd_diff": self.sd_diff,
+               "a_win_rate": self.a_win_rate, "tie_rate": self.tie_rate,
+               "b_win_rate": self.b_win_rate}
+        for side, name in (("a", self.a), ("b", self.b)):
+            row[f"{side}_price"] = self.price[name]["mean"]
+            row[f"{side}_price_as_alex"] = self.price[name]["as_alex"]
+            row[f"{side}_price_as_bob"] = self.price[name]["as_bob"]
+            row[f"{side}_move_seconds_median"] = self.move_seconds_median[name]
+        return row
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return float(statistics.fmean(values)) if values else None
+
+
+def summarize_pairs(pairs: Sequence[tuple[str, str]], games: Sequence[dict[str, Any]]
+                    ) -> list[PairSummary]:
+    """Per-pair statistics from game rows (``games.parquet`` rows: ``a, b, deal, seating,
+    status, a_diff, alex_price, bob_price, alex/bob_move_seconds_median``)."""
+    summaries = []
+    for a, b in pairs:
+        mine = [g for g in games if g["a"] == a and g["b"] == b]
+        ok = [g for g in mine if g["status"] == "ok"]
+        by_deal: dict[int, dict[int, dict[str, Any]]] = {}
+        for g in ok:
+            by_deal.setdefault(g["deal"], {})[g["seating"]] = g
+        deal_diffs = [(seats[0]["a_diff"] + seats[1]["a_diff"]) / 2
+                      for _, seats in sorted(by_deal.items()) if len(seats) == 2]
+        mean, interval, sd = duplicate_interval(deal_diffs)
+        n = len(deal_diffs)
+        price: dict[str, dict[str, float | None]] = {}
+        seconds: dict[str, float | None] = {}
+        for name, alex_seating in ((a, 0), (b, 1)):
+            as_alex = [g["alex_price"] for g in ok
+                       if g["seating"] == alex_seating and g.get("alex_price") is not None]
+            as_bob = [g["bob_price"] for g in ok
+                      if g["seating"] != alex_seating and g.get("bob_price") is not None]
+            price[name] = {"mean": _mean(as_alex + as_bob), "as_alex": _mean(as_alex),
+                           "as_bob": _mean(as_bob)}
+            medians = [g["alex_move_seconds_median" if g["seating"] == alex_seating
+                         else "bob_move_seconds_median"] for g in ok]
+            medians = [m for m in medians if m is not None]
+            seconds[name] = float(statistics.median(medians)) if medians else None
+        summaries.append(PairSummary(
+            a=a, b=b, deals=n, games=len(ok), failed_games=len(mine) - len(ok),
+            mean_diff=mean, ci95=interval, sd_diff=sd,
+            a_win_rate=sum(d > 0 for d in deal_diffs) / n if n else None,
+            tie_rate=sum(d == 0 for d in deal_diffs) / n if n else None,
+            b_win_rate=sum(d < 0 for d in deal_diffs) / n if n else None,
+            price=price, move_seconds_median=seconds))
+    return summaries
+
+
+# --------------------------------------------------------------------------- one job
+
+
+@dataclass(frozen=True)
+class _GameResult:
+    """STAND-IN for ``playing.match.GameResult`` (same fields) until branch ``agents`` lands."""
+
+    state: rules.GameState
+    alex_points: int
+    bob_points: int
+    utility: int
+    move_seconds: tuple[tuple[float, ...], tuple[float, ...]]
+    seed: int
+
+
+def _play_one_game(deal: Sequence[int], alex: HiddenAgent, bob: HiddenAgent, seed: int
+                   ) -> _GameResult:
+    """STAND-IN for ``playing.match.play_game`` (same signature and result), to be replaced by
+    it when branch ``agents`` is merged: one game of ``deal``, each agent shown only its
+    observation, the true state passed only to an agent that ``sees_everything``."""
+    state = rules.initial_state(deal)
+    agents = (alex, bob)
+    alex.reset(seed)
+    if bob is not alex:
+        bob.reset(seed)
+    seconds: tuple[list[float], list[float]] = ([], [])
+    while not state.is_terminal:
+        player = state.player
+        agent = agents[player]
+        obs = observe(state, player)
+        start = time.perf_counter()
+        action = agent.choose(obs, state if agent.sees_everything else None)
+        seconds[player].append(time.perf_counter() - start)
+        reason = rules.illegal_reason(state, action)
+        if reason is not None:
+            raise TensorCFRError(f"agent {agent.name!r} ({rules.PLAYERS[player]}) played an "
+                                 f"illegal move at play {state.play_index}: {reason}")
+        state = rules.apply_action(state, action)
+    alex_score, bob_score = rules.score(state)
+    return _GameResult(state=state, alex_points=alex_score.total, bob_points=bob_score.total,
+                       utility=alex_score.total - bob_score.total,
+                       move_seconds=(tuple(seconds[0]), tuple(seconds[1])), seed=seed)
+
+
+@lru_cache(maxsize=16)
+def _cached_agent(name: str, options_json: str) -> HiddenAgent:
+    """One agent object per (name, options) in a worker process (agents are reset before each
+    game; loading a model once per worker, not once per game)."""
+    raw = json.loads(options_json)
+    options = AgentOptions(determinizations=raw["determinizations"],
+                           seconds_per_move=raw["seconds_per_move"],
+                           simulations=raw["simulations"],
+                           model=None if raw["model"] is None else Path(raw["model"]),
+                           device=raw.get("device", "cpu"), threads=raw.get("threads", 1))
+    return make_agent(name, options)
+
+
+def _error_text(exc: BaseException) -> str:
+    if isinstance(exc, TensorCFRError):
+        text = str(exc)
+    else:
+        text = f"{type(exc).__name__}: {exc}"
+    return (text.splitlines() or [type(exc).__name__])[0][:300]
+
+
+def _exact_job(spec: dict[str, Any]) -> dict[str, Any]:
+    """Solve one deal with open hands: its exact value (Alex minus Bob, points)."""
+    row: dict[str, Any] = {"id": spec["id"], "kind": "exact", "deal": spec["deal"],
+                           "status": "ok", "error": None, "exact_value": None}
+    started = time.perf_counter()
+    try:
+        from tensorcfr.games.pasur.solving.exact import solve_exact
+
+        solution = solve_exact(tuple(spec["deal_cards"]))
+        row["exact_value"] = int(solution.value)
+        row["states"] = int(solution.num_states)
+    except Exception as exc:  # noqa: BLE001 - one failing deal must not stop the tournament
+        row.update(status="error", error=_error_text(exc))
+    row["seconds"] = time.perf_counter() - started
+    return row
+
+
+def _game_job(spec: dict[str, Any]) -> dict[str, Any]:
+    """Play one game of the tournament; never raises for a problem of the game itself."""
+    row: dict[str, Any] = {key: spec[key] for key in ("id", "a", "b", "deal", "seating",
+                                                      "alex", "bob", "game_seed")}
+    row.update(kind="game", status="ok", error=None)
+    started = time.perf_counter()
+    try:
+        alex = _cached_agent(spec["alex"], spec["options_json"])
+        bob = _cached_agent(spec["bob"], spec["options_json"])
+        result = _play_one_game(tuple(spec["deal_cards"]), alex, bob, spec["game_seed"])
+        utility = int(result.utility)
+        row.update(utility=utility, alex_points=int(result.alex_points),
+                   bob_points=int(result.bob_points),
+                   a_diff=utility if spec["seating"] == 0 else -utility,
+                   alex_move_seconds_median=_median(result.move_seconds[0]),
+                   bob_move_seconds_median=_median(result.move_seconds[1]),
+                   plays=len(result.state.history))
+    except Exception as exc:  # noqa: BLE001 - one failing game must not stop the tournament
+        row.update(status="error", error=_error_text(exc))
+    row["seconds"] = time.perf_counter() - started
+    return row
+
+
+def _median(values: Sequence[float]) -> float | None:
+    return float(statistics.median(values)) if values else None
+
+
+def _run_job(spec: dict[str, Any], threads: int) -> dict[str, Any]:
+    """One job (a game or a deal's exact value), in a worker or in this process."""
+    import torch
+
+    torch.set_num_threads(threads)
+    return _exact_job(spec) if spec["kind"] == "exact" else _game_job(spec)
+
+
+# --------------------------------------------------------------------------- run
+
+
+@dataclass(frozen=True)
+class TournamentProgress:
+    """Where a run stands (handed to ``on_progress``).
+
+    Attributes:
+        done: jobs finished (games and exact solves, including those of earlier runs).
+        total: jobs in the tournament.
+        failed: jobs of this run that failed.
+        row: the journal row that just finished (None at the start and for a notice).
+        notice: a message for the user (e.g. a repaired journal), else None.
+    """
+
+    done: int
+    total: int
+    failed: int
+    row: dict[str, Any] | None = None
+    notice: str | None = None
+
+
+@dataclass(frozen=True)
+class TournamentResult:
+    """A finished tournament: per-pair statistics and where the files are."""
+
+    out: Path
+    agents: tuple[str, ...]
+    deals: int
+    pairs: list[PairSummary]
+    jobs: int
+    skipped: int
+    computed: int
+    failed: int
+    seconds: float
+    run: dict[str, Any]
+    repaired_bytes: int
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready; ``pairs`` is a list of :meth:`PairSummary.as_dict`."""
+        return {"pairs": [p.as_dict() for p in self.pairs], "agents": list(self.agents),
+                "deals": self.deals, "out": str(self.out), "jobs": self.jobs,
+                "skipped": self.skipped, "computed": self.computed, "failed": self.failed,
+                "seconds": self.seconds, "repaired_bytes": self.repaired_bytes,
+                "games_parquet": str(self.out / GAMES_TABLE),
+                "summary_parquet": str(self.out / SUMMARY_TABLE),
+                "cross_table_png": str(self.out / CROSS_TABLE), **self.run}
+
+
+def _deal_list(settings: TournamentSettings) -> tuple[list[tuple[int, tuple[int, ...]]], str]:
+    """``(deal index, deal)`` pairs and the deck file's SHA-256 (``"seeds"`` for seeds)."""
+    if settings.decks is None:
+        assert settings.deals is not None
+        return ([(i, rules.random_deal(settings.seed + i)) for i in range(settings.deals)],
+                "seeds")
+    first, last = settings.deck_range  # type: ignore[misc]
+    return read_decks(str(settings.decks), first, last, option="--range")
+
+
+def _identity(settings: TournamentSettings, digest: str) -> dict[str, Any]:
+    identity: dict[str, Any] = {"format": TOURNAMENT_FORMAT, "agents": list(settings.agents),
+                                "seed": settings.seed}
+    if settings.decks is None:
+        identity["deals"] = settings.deals
+    else:
+        identity["deck_file"] = str(settings.decks.resolve())
+        identity["deck_file_sha256"] = digest
+        identity["range"] = list(settings.deck_range)  # type: ignore[arg-type]
+    return identity | settings.options_dict()
+
+
+def _check_identity(out: Path, identity: dict[str, Any]) -> None:
+    from tensorcfr.utils.io import write_json_atomic
+
+    path = out / IDENTITY_FILE
+    if path.exists():
+        try:
+            old = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise CorruptFileError(f"{path} is unreadable: {_error_text(exc)}") from None
+        if not isinstance(old, dict) or old.get("format") != TOURNAMENT_FORMAT:
+            raise CorruptFileError(f"{path} is not the identity file of a tensorcfr tournament")
+        if old != identity:
+            keys = [k for k in _IDENTITY_OPTIONS if old.get(k) != identity.get(k)]
+            keys += sorted(k for k in set(old) | set(identity)
+                           if k not in _IDENTITY_OPTIONS and old.get(k) != identity.get(k))
+            names = ", ".join(dict.fromkeys(_IDENTITY_OPTIONS.get(k, k) for k in keys))
+            raise TensorCFRError(f"{out} holds a tournament with other settings (differs in "
+                                 f"{names}); rerun with the same options or use another --out")
+        return
+    write_json_atomic(path, identity)
+
+
+def _job_specs(settings: TournamentSettings, deals: Sequence[tuple[int, tuple[int, ...]]]
+               ) -> list[dict[str, Any]]:
+    """Every job, deal by deal: the deal's exact value, then each pair's two seatings."""
+    options_json = json.dumps(settings.options_dict()
+                              | {"device": settings.agent_options.device,
+                                 "threads": settings.agent_options.threads}, sort_keys=True)
+    specs: list[dict[str, Any]] = []
+    for index, deal in deals:
+        cards = [int(c) for c in deal]
+        specs.append({"id": f"exact/{index}", "kind": "exact", "deal": index,
+                      "deal_cards": cards})
+        for a, b in settings.pairs:
+            for seating, (alex, bob) in enumerate(((a, b), (b, a))):
+                specs.append({"id": f"game/{a}/{b}/{index}/{seating}", "kind": "game",
+                              "a": a, "b": b, "deal": index, "seating": seating,
+                              "alex": alex, "bob": bob, "game_seed": settings.seed + index,
+                              "deal_cards": cards, "options_json": options_json})
+    return specs
+
+
+def _latest_rows(journal: Path) -> dict[str, dict[str, Any]]:
+    contents = read_journal(journal, "id")
+    if contents.unreadable_lines:
+        raise CorruptFileError(f"journal {journal} is corrupt at line "
+                               f"{contents.unreadable_lines[0]} (not a JSON object); move it "
+                               "away to start over")
+    rows: dict[str, dict[str, Any]] = {}
+    for key, row in contents.rows.items():
+        if not isinstance(key, str) or row.get("kind") not in ("exact", "game"):
+            raise CorruptFileError(f"journal {journal} holds a row that is not a tournament "
+                                   f"row ({key!r}); move it away to start over")
+        rows[key] = row
+    return rows
+
+
+def _game_table_rows(settings: TournamentSettings, rows: dict[str, dict[str, Any]],
+                     deals: Sequence[tuple[int, tuple[int, ...]]]) -> list[dict[str, Any]]:
+    """The rows of ``games.parquet`` (finished games, in pair / deal / seating order), each
+    with its deal's exact value and the price of hidden information of each seat."""
+    exact = {r["deal"]: r.get("exact_value") for r in rows.values()
+             if r["kind"] == "exact" and r["status"] == "ok"}
+    cards = dict(deals)
+    options_json = json.dumps(settings.options_dict(), sort_keys=True)
+    table = []
+    for a, b in settings.pairs:
+        for index, _ in deals:
+            for seating in (0, 1):
+                row = rows.get(f"game/{a}/{b}/{index}/{seating}")
+                if row is None:
+                    continue
+                value = exact.get(index)
+                ok = row["status"] == "ok" and value is not None
+                table.append({
+                    "a": a, "b": b, "deal": index, "seating": seating, "alex": row["alex"],
+                    "bob": row["bob"], "game_seed": row["game_seed"], "status": row["status"],
+                    "error": row["error"], "utility": row.get("utility"),
+                    "alex_points": row.get("alex_points"), "bob_points": row.get("bob_points"),
+                    "a_diff": row.get("a_diff"), "exact_value": value,
+                    "alex_price": value - row["utility"] if ok else None,
+                    "bob_price": row["utility"] - value if ok else None,
+                    "alex_move_seconds_median": row.get("alex_move_seconds_median"),
+                    "bob_move_seconds_median": row.get("bob_move_seconds_median"),
+                    "plays": row.get("plays"), "seconds": row.get("seconds"),
+                    "agent_options": options_json, "deal_cards": list(cards[index])})
+    return table
+
+
+def _games_schema() -> Any:
+    import pyarrow as pa
+
+    i64, f64, text = pa.int64(), pa.float64(), pa.string()
+    return pa.schema([
+        ("a", text), ("b", text), ("deal", i64), ("seating", i64), ("alex", text),
+        ("bob", text), ("game_seed", i64), ("status", text), ("error", text),
+        ("utility", i64), ("alex_points", i64), ("bob_points", i64), ("a_diff", i64),
+        ("exact_value", i64), ("alex_price", i64), ("bob_price", i64),
+        ("alex_move_seconds_median", f64), ("bob_move_seconds_median", f64), ("plays", i64),
+        ("seconds", f64), ("agent_options", text), ("deal_cards", pa.list_(pa.int8()))])
+
+
+def _summary_schema() -> Any:
+    import pyarrow as pa
+
+    fields = [("a", pa.string()), ("b", pa.string()), ("deals", pa.int64()),
+              ("games", pa.int64()), ("failed_games", pa.int64())]
+    floats = ["mean_diff", "ci95_low", "ci95_high", "sd_diff", "a_win_rate", "tie_rate",
+              "b_win_rate"]
+    for side in ("a", "b"):
+        floats += [f"{side}_price", f"{side}_price_as_alex", f"{side}_price_as_bob",
+                   f"{side}_move_seconds_median"]
+    return pa.schema(fields + [(name, pa.float64()) for name in floats])
+
+
+def _write_tables(settings: TournamentSettings, deals: Sequence[tuple[int, tuple[int, ...]]]
+                  ) -> list[PairSummary]:
+    """Rewrite ``games.parquet`` and ``summary.parquet`` atomically from the journal."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from tensorcfr.utils.io import atomic_path
+
+    games = _game_table_rows(settings, _latest_rows(settings.out / JOURNAL), deals)
+    summaries = summarize_pairs(settings.pairs, games)
+    for name, rows, schema in ((GAMES_TABLE, games, _games_schema()),
+                               (SUMMARY_TABLE, [s.table_row() for s in summaries],
+                                _summary_schema())):
+        with atomic_path(settings.out / name) as tmp:
+            pq.write_table(pa.Table.from_pylist(rows, schema=schema), str(tmp))
+    return summaries
+
+
+def draw_cross_table(agents: Sequence[str], pairs: Sequence[PairSummary],
+                     path: str | Path) -> None:
+    """The cross table as a PNG: cell (row r, column c) is the mean points per deal of agent r
+    against agent c, with its 95% interval (red: the row agent wins)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from tensorcfr.utils.io import atomic_path
+
+    index = {name: i for i, name in enumerate(agents)}
+    n = len(agents)
+    values = np.full((n, n), np.nan)
+    labels = [["" for _ in range(n)] for _ in range(n)]
+    for p in pairs:
+        if p.mean_diff is None:
+            continue
+        i, j = index[p.a], index[p.b]
+        values[i, j], values[j, i] = p.mean_diff, -p.mean_diff
+        for r, c, sign in ((i, j, 1), (j, i, -1)):
+            text = f"{sign * p.mean_diff:+.2f}"
+            if p.ci95 is not None:
+                low, high = sorted((sign * p.ci95[0], sign * p.ci95[1]))
+                text += f"\n[{low:+.2f}, {high:+.2f}]"
+            labels[r][c] = text + f"\n{p.deals} deals"
+    finite = values[np.isfinite(values)]
+    scale = float(np.abs(finite).max()) if finite.size and np.abs(finite).max() > 0 else 1.0
+    size = 1.6 + 1.5 * n
+    fig, ax = plt.subplots(figsize=(size, size * 0.85))
+    image = ax.imshow(values, cmap="RdBu_r", vmin=-scale, vmax=scale)
+    for r in range(n):
+        for c in range(n):
+            dark = np.isfinite(values[r, c]) and abs(values[r, c]) > 0.6 * scale
+            ax.text(c, r, "-" if r == c else labels[r][c], ha="center", va="center",
+                    fontsize=8, color="white" if dark else "black")
+    ax.set_xticks(range(n), agents)
+    ax.set_yticks(range(n), agents)
+    ax.set_xlabel("column agent")
+    ax.set_ylabel("row agent")
+    ax.set_title("Duplicate tournament: row minus column, points per deal (95% CI)",
+                 fontsize=9)
+    fig.colorbar(image, ax=ax, shrink=0.8, label="points per deal")
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=120)
+    plt.close(fig)
+
+
+def run_tournament(settings: TournamentSettings, *,
+                   on_progress: Callable[[TournamentProgress], None] = lambda p: None
+                   ) -> TournamentResult:
+    """Run (or resume) a duplicate tournament; see the module docstring.
+
+    Raises:
+        TensorCFRError: bad input (a deal range past the deck file, an --out that is a file or
+            unwritable, a resume with other settings, a corrupt journal, Ray that cannot
+            start), one line.
+        KeyboardInterrupt: Ctrl-C or SIGTERM; every finished game is in the journal and the
+            tables, and the same settings resume the run.
+    """
+    from tensorcfr.utils.io import check_output_dir
+
+    started = time.perf_counter()
+    deals, digest = _deal_list(settings)
+    for name in settings.agents:  # unusable options (a missing model...) fail here, at once
+        make_agent(name, settings.agent_options)
+    if settings.address is not None:
+        check_ray_address(settings.address)
+    out = check_output_dir(settings.out, "--out")
+    out.mkdir(parents=True, exist_ok=True)
+    _check_identity(out, _identity(settings, digest))
+    journal = out / JOURNAL
+    repaired = repair_journal(journal)
+    done_rows = _latest_rows(journal)
+    specs = _job_specs(settings, deals)
+    todo = [s for s in specs if done_rows.get(s["id"], {}).get("status") != "ok"]
+    total, skipped = len(specs), len(specs) - len(todo)
+    state = {"done": skipped, "failed": 0, "flushed": time.perf_counter()}
+    if repaired:
+        on_progress(TournamentProgress(skipped, total, 0, notice=(
+            f"repaired the journal {journal}: cut off a torn last line ({repaired} bytes, a "
+            "write stopped by a kill); that job runs again")))
+    on_progress(TournamentProgress(skipped, total, 0))
+
+    def finish(row: dict[str, Any]) -> None:
+        append_journal(journal, row)
+        state["done"] += 1
+        state["failed"] += row["status"] != "ok"
+        on_progress(TournamentProgress(state["done"], total, state["failed"], row=row))
+        if time.perf_counter() - state["flushed"] > settings.flush_seconds:
+            _write_tables(settings, deals)
+            state["flushed"] = time.perf_counter()
+
+    run_info: dict[str, Any] = {"mode": "in-process" if todo else "nothing to run"}
+    try:
+        if not todo:
+            pass
+        elif settings.in_process:
+            with deferred_stop() as stop:  # SIGINT / SIGTERM: stop between two games
+                for spec in todo:
+                    finish(_run_job(spec, settings.threads))
+                    if stop.requested:
+                        raise KeyboardInterrupt
+        else:
+            by_id = {s["id"]: s for s in todo}
+
+            def collect(key: Hashable, row: dict[str, Any] | None, error: str | None) -> None:
+                if row is None:  # a worker died on this job
+                    spec = by_id[str(key)]
+                    row = {k: v for k, v in spec.items()
+                           if k not in ("deal_cards", "options_json")}
+                    row.update(status="error", error=error)
+                finish(row)
+
+            run_info = run_on_ray(_run_job, [(s["id"], (s, settings.threads)) for s in todo],
+                                  collect, workers=settings.workers, address=settings.address)
+    except KeyboardInterrupt:  # finished jobs are in the journal; bring the tables up to date
+        _write_tables(settings, deals)
+        raise
+    summaries = _write_tables(settings, deals)
+    draw_cross_table(settings.agents, summaries, out / CROSS_TABLE)
+    return TournamentResult(out=out, agents=settings.agents, deals=len(deals), pairs=summaries,
+                            jobs=total, skipped=skipped, computed=len(todo),
+                            failed=state["failed"], seconds=time.perf_counter() - started,
+                            run=run_info | {"workers": 0 if settings.in_process
+                                            else settings.workers,
+                                            "threads": settings.threads},
+                            repaired_bytes=repaired)
