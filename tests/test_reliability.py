@@ -433,7 +433,8 @@ def test_serve_and_play_refuse_a_damaged_table_or_model_at_start(tmp_path, capsy
     line = refused(["pasur", "serve", "--port", port, "--model", str(model)], capsys,
                    monkeypatch)
     assert "manifest.json" in line
-    line = refused(["pasur", "play", "--ai", "model", "--model", str(model), "--seed", "1"],
+    line = refused(["pasur", "play", "--mode", "open", "--ai", "model", "--model", str(model),
+                    "--seed", "1"],
                    capsys, monkeypatch)
     assert "manifest.json" in line
 
