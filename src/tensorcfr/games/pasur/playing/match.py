@@ -59,18 +59,22 @@ class GameResult:
         return self.state.history
 
 
-def play_game(deal: Sequence[int], alex: HiddenAgent, bob: HiddenAgent, seed: int
-              ) -> GameResult:
+def play_game(deal: Sequence[int], alex: HiddenAgent, bob: HiddenAgent, seed: int, *,
+              start: rules.GameState | None = None) -> GameResult:
     """Play one game of ``deal`` between ``alex`` (seat 0) and ``bob`` (seat 1).
 
     Both agents are ``reset(seed)`` first (the same agent object may sit in both seats: it is
     then reset once). Each agent sees only its observation; ``state=`` carries the true state
-    to an agent with ``sees_everything`` only.
+    to an agent with ``sees_everything`` only. ``start`` (a state of ``deal`` reached by
+    plays from its beginning) plays the rest of a game from there; ``move_seconds`` then
+    hold the plays from ``start`` on.
 
     Raises:
         TensorCFRError: an agent answered an illegal play (one line naming it).
     """
-    state = rules.initial_state(deal)
+    state = rules.initial_state(deal) if start is None else start
+    if tuple(state.deal) != tuple(deal):
+        raise TensorCFRError("the start state is from another deal")
     agents = (alex, bob)
     alex.reset(seed)
     if bob is not alex:
