@@ -20,16 +20,19 @@ play for :attr:`GameResult.move_seconds`. This module knows agents only through 
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from tensorcfr.errors import TensorCFRError
 from tensorcfr.games.pasur.engine import rules
 from tensorcfr.games.pasur.engine.observation import observe
 from tensorcfr.games.pasur.playing.agent import HiddenAgent
+from tensorcfr.games.pasur.playing.selfplay import matchup_summary
 
-__all__ = ["GameResult", "play_game", "play_hidden_games"]
+__all__ = ["GameResult", "hidden_games_summary", "move_seconds_stats", "play_game",
+           "play_hidden_games"]
 
 
 @dataclass(frozen=True)
@@ -112,3 +115,26 @@ def play_hidden_games(deal: Sequence[int], agent_a: HiddenAgent, agent_b: Hidden
         if progress is not None:
             progress(i + 1)
     return results
+
+
+def hidden_games_summary(results: Sequence[GameResult]) -> dict[str, Any]:
+    """Statistics of finished games: those of :func:`selfplay.matchup_summary` (mean
+    difference, 95% interval, win / tie / loss rates, fair value) plus, per seat, the median,
+    90th percentile and mean of its seconds per play (``alex_move_seconds``,
+    ``bob_move_seconds``: dicts with ``median``, ``p90``, ``mean``, ``plays``)."""
+    out = matchup_summary([r.utility for r in results])
+    for seat, key in ((0, "alex_move_seconds"), (1, "bob_move_seconds")):
+        out[key] = move_seconds_stats([s for r in results for s in r.move_seconds[seat]])
+    return out
+
+
+def move_seconds_stats(seconds: Sequence[float]) -> dict[str, float | int | None]:
+    """``median``, ``p90`` (nearest-rank 90th percentile), ``mean`` and ``plays`` of
+    per-play seconds (``None`` values when there are none)."""
+    values = sorted(seconds)
+    n = len(values)
+    if n == 0:
+        return {"median": None, "p90": None, "mean": None, "plays": 0}
+    median = values[n // 2] if n % 2 else (values[n // 2 - 1] + values[n // 2]) / 2
+    p90 = values[min(n - 1, max(0, math.ceil(0.9 * n) - 1))]
+    return {"median": median, "p90": p90, "mean": sum(values) / n, "plays": n}
