@@ -51,6 +51,9 @@ def _register() -> None:
 
     app.command("batch")(pasur_batch.batch_command)
     app.command("analyze")(pasur_batch.analyze_command)
+    from tensorcfr.cli import pasur_hidden
+
+    app.command("train-hidden")(pasur_hidden.train_hidden_command)
 
 
 _register()
