@@ -95,8 +95,14 @@ def pimc_times(name: str, k: int, games: int, seed: int, checkpoint: Path) -> di
         seats = (agent, greedy) if seat == 0 else (greedy, agent)
         result = play_game(rules.random_deal(seed + g), *seats, seed=seed + g)
         utility = result.utility if seat == 0 else -result.utility
+        choice = []
+        state = rules.initial_state(result.state.deal)
+        for action in result.actions:
+            if state.player == seat:
+                choice.append(len(rules.legal_actions(state)) > 1)
+            state = rules.apply_action(state, action)
         played.append({"seat": seat, "seconds": list(result.move_seconds[seat]),
-                       "diff": utility})
+                       "choice": choice, "diff": utility})
         write_json_atomic(checkpoint, done)
         print(f"{name} game {g}: {sum(played[-1]['seconds']):.0f} s, diff {utility:+d}",
               flush=True)
@@ -105,7 +111,10 @@ def pimc_times(name: str, k: int, games: int, seed: int, checkpoint: Path) -> di
     for r in range(rules.NUM_ROUNDS):
         per = [game["seconds"][4 * r + i] for game in played[:games] for i in range(4)]
         by_round.append(statistics.median(per))
+    with_choice = [s for game in played[:games]
+                   for s, c in zip(game["seconds"], game["choice"]) if c]
     return {"agent": name, "k": k, "games": games, **move_seconds_stats(seconds),
+            "with_choice": move_seconds_stats(with_choice),
             "median_by_round": by_round,
             "diffs_vs_greedy": [game["diff"] for game in played[:games]]}
 
@@ -115,8 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-games", type=int, default=200)
     parser.add_argument("--strength-deals", type=int, default=200)
     parser.add_argument("--k", type=int, default=32)
-    parser.add_argument("--pimc-games", type=int, default=2)
-    parser.add_argument("--infer-games", type=int, default=1)
+    parser.add_argument("--pimc-games", type=int, default=4)
+    parser.add_argument("--infer-games", type=int, default=2)
     parser.add_argument("--seed", type=int, default=30000)
     parser.add_argument("--checkpoint", default=str(ROOT / "runs/bench_pasur_agents.json"))
     parser.add_argument("--out", default=str(ROOT / "docs/benchmarks/pasur_agents.md"))
@@ -166,13 +175,17 @@ def main(argv: list[str] | None = None) -> int:
     lines += ["", "## PIMC seconds per play", "",
               f"Whole games against greedy (seats alternate), K = {args.k} determinizations, "
               "no time budget, exact solves one by one on 1 thread (the per-state "
-              "`solve_exact`).", "",
-              "| agent | games | plays | median s | p90 s | mean s | median s by round 1..6 |",
-              "|---|---:|---:|---:|---:|---:|---|"]
+              "`solve_exact`). A play with a single legal play is answered at once (0 s); "
+              "*with a choice* counts only the plays with two or more legal plays.", "",
+              "| agent | games | plays | median s | p90 s | mean s | with a choice: plays, "
+              "median s, p90 s | median s by round 1..6 |",
+              "|---|---:|---:|---:|---:|---:|---|---|"]
     for t in timing:
         by_round = " / ".join(f"{s:.2f}" for s in t["median_by_round"])
+        c = t["with_choice"]
         lines.append(f"| {t['agent']} K={t['k']} | {t['games']} | {t['plays']} | "
-                     f"{t['median']:.2f} | {t['p90']:.2f} | {t['mean']:.2f} | {by_round} |")
+                     f"{t['median']:.2f} | {t['p90']:.2f} | {t['mean']:.2f} | "
+                     f"{c['plays']}, {c['median']:.2f}, {c['p90']:.2f} | {by_round} |")
     out.write_text("\n".join(lines) + "\n")
     print(f"wrote {out}")
     return 0
