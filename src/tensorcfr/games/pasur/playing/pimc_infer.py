@@ -41,6 +41,9 @@ __all__ = ["CANDIDATES_PER_DRAW", "DEFAULT_TEMPERATURE", "OpponentPlays", "PimcI
 
 DEFAULT_TEMPERATURE = 1.0
 """Softmax temperature of the opponent model, in points of :func:`greedy_scores`."""
+DEFAULT_UNIFORM_MIX = 0.0
+"""Weight of the uniform policy mixed into the opponent model (robustness to opponents that
+do not play like greedy)."""
 CANDIDATES_PER_DRAW = 8
 """Uniform candidate hands weighted per determinization kept."""
 
@@ -94,12 +97,14 @@ def opponent_plays_this_round(obs: Observation) -> OpponentPlays:
 
 
 def opponent_hand_log_likelihood(plays: OpponentPlays, hand: Sequence[int],
-                                 temperature: float = DEFAULT_TEMPERATURE) -> float:
+                                 temperature: float = DEFAULT_TEMPERATURE,
+                                 uniform_mix: float = DEFAULT_UNIFORM_MIX) -> float:
     """Log of the opponent model's probability of the opponent's plays this round if its
     hidden hand now is ``hand`` (natural log; 0 when it has not played this round).
 
     Each play's probability is the softmax at ``temperature`` of :func:`greedy_scores` over
-    the plays legal with the hand it then held (``hand`` plus its later cards this round).
+    the plays legal with the hand it then held (``hand`` plus its later cards this round),
+    mixed with the uniform policy: ``(1 - uniform_mix) * softmax + uniform_mix / plays``.
     """
     total = 0.0
     for view, action, later_own in plays.views:
@@ -116,8 +121,9 @@ def opponent_hand_log_likelihood(plays: OpponentPlays, hand: Sequence[int],
             return -math.inf
         scores = [s / temperature for s in greedy_scores(opp_view, legal)]
         top = max(scores)
-        log_norm = top + math.log(sum(math.exp(s - top) for s in scores))
-        total += scores[legal.index(action)] - log_norm
+        norm = sum(math.exp(s - top) for s in scores)
+        softmax = math.exp(scores[legal.index(action)] - top) / norm
+        total += math.log((1.0 - uniform_mix) * softmax + uniform_mix / len(legal))
     return total
 
 
