@@ -11,7 +11,9 @@ of the opponent makes the plays the opponent was seen to make.
   plus the cards it has played since in this round) and the public position then.
 * **The opponent model**: the ``greedy`` heuristic softened, a softmax over
   :func:`greedy.greedy_scores` (points now + 0.3 x clubs - 0.1 x cards left on the pool -
-  0.05 x threats of a lay) at temperature :data:`DEFAULT_TEMPERATURE` = 1 point.
+  0.05 x threats of a lay) at temperature :data:`DEFAULT_TEMPERATURE` = 1 point, mixed with
+  the uniform policy (weight :data:`DEFAULT_UNIFORM_MIX` = 0.2) so that one surprising play
+  cannot rule a hand out.
 * **Draws**: ``CANDIDATES_PER_DRAW x K`` candidate hands are drawn uniformly from the unseen
   cards, weighted, and K of them are **resampled** with replacement in proportion to their
   weights (seeded); each resampled hand becomes a determinization (the other unseen cards
@@ -36,14 +38,16 @@ from tensorcfr.games.pasur.engine.observation import Observation, seen_cards
 from tensorcfr.games.pasur.playing.greedy import greedy_scores
 from tensorcfr.games.pasur.playing.pimc import PimcAgent
 
-__all__ = ["CANDIDATES_PER_DRAW", "DEFAULT_TEMPERATURE", "OpponentPlays", "PimcInferAgent",
+__all__ = ["CANDIDATES_PER_DRAW", "DEFAULT_TEMPERATURE", "DEFAULT_UNIFORM_MIX", "OpponentPlays",
+           "PimcInferAgent",
            "opponent_hand_log_likelihood", "opponent_plays_this_round"]
 
 DEFAULT_TEMPERATURE = 1.0
 """Softmax temperature of the opponent model, in points of :func:`greedy_scores`."""
-DEFAULT_UNIFORM_MIX = 0.0
-"""Weight of the uniform policy mixed into the opponent model (robustness to opponents that
-do not play like greedy)."""
+DEFAULT_UNIFORM_MIX = 0.2
+"""Weight of the uniform policy mixed into the opponent model: robustness to opponents that
+do not play like greedy (on saved games, 0.2 keeps most of the gain against a greedy opponent
+and stops the loss against random and learned ones: docs/benchmarks/pasur_inference.md)."""
 CANDIDATES_PER_DRAW = 8
 """Uniform candidate hands weighted per determinization kept."""
 
@@ -134,11 +138,15 @@ class PimcInferAgent(PimcAgent):
 
     def __init__(self, determinizations: int = 32, seconds_per_move: float | None = None,
                  device: str = "cpu", temperature: float = DEFAULT_TEMPERATURE,
+                 uniform_mix: float = DEFAULT_UNIFORM_MIX,
                  candidates_per_draw: int = CANDIDATES_PER_DRAW) -> None:
         super().__init__(determinizations, seconds_per_move, device)
         if not temperature > 0:
             raise ValueError(f"the temperature must be positive, got {temperature}")
+        if not 0 <= uniform_mix < 1:
+            raise ValueError(f"the uniform mixture must be in [0, 1), got {uniform_mix}")
         self.temperature = temperature
+        self.uniform_mix = uniform_mix
         self.candidates_per_draw = max(1, int(candidates_per_draw))
 
     def weighted_hands(self, obs: Observation, count: int, rng: random.Random
@@ -149,7 +157,8 @@ class PimcInferAgent(PimcAgent):
                  for _ in range(count)]
         if not plays.views:
             return hands, [1.0] * count
-        logs = [opponent_hand_log_likelihood(plays, h, self.temperature) for h in hands]
+        logs = [opponent_hand_log_likelihood(plays, h, self.temperature, self.uniform_mix)
+                for h in hands]
         top = max(logs)
         if top == -math.inf:  # no candidate explains the plays (cannot happen: the model
             return hands, [1.0] * count  # gives every legal play some probability)
