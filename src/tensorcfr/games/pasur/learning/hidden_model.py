@@ -62,7 +62,8 @@ from tensorcfr.games.pasur.playing.pimc import PimcAgent
 from tensorcfr.utils.io import atomic_path, write_json_atomic
 
 __all__ = ["DEFAULT_MODEL_DIR", "FEATURE_COLUMNS", "FEATURE_SET", "HiddenModel",
-           "HiddenModelAgent", "TrainHiddenSettings", "decision_rows", "load_hidden_model",
+           "HiddenModelAgent", "TrainHiddenSettings", "TrainProgress", "decision_rows",
+           "load_hidden_model",
            "run_train_hidden"]
 
 MODEL_FORMAT = "tensorcfr-pasur-hidden-model"
