@@ -158,7 +158,9 @@ def main(argv: list[str] | None = None) -> int:
         "",
         f"- {result['date']}; Python {result['python']}, torch {result['torch']}; 1 thread; "
         f"load average at start / end {load_start:.2f} / {result['load_end']:.2f} (shared "
-        f"2-core machine); {result['seconds']:.0f} s in all", "",
+        f"2-core machine); {result['seconds']:.0f} s in all (PIMC games already in the "
+        f"checkpoint `{checkpoint.name}` are read back, not replayed: their timings are from "
+        "the run that played them)", "",
         "## Batch decisions per second", "",
         f"One `choose_many` call over the {speed['decisions']:,} decisions of "
         f"{args.batch_games} games (greedy vs random), best of 3.", "",
