@@ -132,7 +132,7 @@ def test_fast_agents_play_whole_legal_games_from_both_seats(name: str, model_dir
                                                             ) -> None:
     options = AgentOptions(model=model_dir)
     agent = make_agent(name, options)
-    for seed in range(2):
+    for seed in range(1 if name == "exact" else 2):  # exact solves each game: one is enough
         for alex, bob in ((agent, RandomAgent()), (RandomAgent(), agent)):
             result = play_game(rules.random_deal(seed), alex, bob, seed)  # raises if illegal
             assert result.state.is_terminal and len(result.actions) == rules.NUM_PLAYS
