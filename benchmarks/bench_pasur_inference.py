@@ -150,7 +150,8 @@ def main(argv: list[str] | None = None) -> int:
         f"- opponent model: softmax of `greedy_scores` at temperature {args.temperature:g} "
         f"point(s), mixed with the uniform policy at weight {args.uniform_mix:g}; posterior "
         f"normaliser from {args.samples} uniform hands per position",
-        "- tuning on 12 of these games per opponent (gain in nats against greedy / "
+        "- tuning on 12 of these games per opponent (the hidden-model Bob then an earlier "
+        "200-game model; gain in nats against greedy / "
         "hidden-model / random Bobs): temperature 1 without mixture +0.20 / -0.01 / -0.15; "
         "with mixture 0.2 +0.17 / +0.02 / -0.04 (the default); 0.5: +0.12 / +0.02 / -0.00; "
         "temperature 2 +0.13 / +0.03 / -0.03; temperature 0.5 with 0.2: +0.24 / -0.06 / -0.12",
