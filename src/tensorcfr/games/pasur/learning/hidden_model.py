@@ -25,7 +25,7 @@ carry no information and are skipped.
 A model folder holds ``hidden_model.ubj`` (XGBoost's binary format) and ``manifest.json``
 (format, version, feature set and columns, target, teacher, games, hyper-parameters, row
 counts, RMSE and the target's variance, timings, versions), written atomically. Row
-collection checkpoints to ``rows.npz`` in the folder every few games and resumes from it when
+collection checkpoints to ``rows.npz`` in the folder every 30 seconds and resumes from it when
 the same run is started again.
 
 Units: targets and predictions in points; features as listed in :data:`FEATURE_COLUMNS`.
