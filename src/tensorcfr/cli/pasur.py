@@ -54,6 +54,9 @@ def _register() -> None:
     from tensorcfr.cli import pasur_tournament
 
     app.command("tournament")(pasur_tournament.tournament_command)
+    from tensorcfr.cli import pasur_hidden
+
+    app.command("train-hidden")(pasur_hidden.train_hidden_command)
 
 
 _register()

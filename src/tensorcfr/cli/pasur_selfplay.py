@@ -1,10 +1,14 @@
 """``tensorcfr pasur selfplay`` and ``tensorcfr pasur train``: players of a deal and their
 policy models.
 
-``selfplay`` plays N games of one deal between two players (``random``, ``exact``,
-``table``, ``model``; :mod:`tensorcfr.games.pasur.playing.players`), all games at once as tensors
-(:mod:`tensorcfr.games.pasur.playing.selfplay`), and reports the score difference (Alex minus Bob)
-with its 95% interval, Alex's win / tie / loss rates and the deal's fair value.
+``selfplay`` plays N games of one deal between two players and reports the score difference
+(Alex minus Bob) with its 95% interval, Alex's win / tie / loss rates and the deal's fair
+value. Open-hands players (``random``, ``exact``, ``table``, ``model``;
+:mod:`tensorcfr.games.pasur.playing.players`) play all games at once as tensors
+(:mod:`tensorcfr.games.pasur.playing.selfplay`); when a name is a hidden-hand agent only
+(``greedy``, ``pimc``, ``pimc-infer``, ``hidden-model``, ...; :func:`agents.make_agent`), both
+seats are hidden-hand agents (``random`` and ``exact`` included) and the games are played one
+by one over the reference engine (:func:`playing.match.play_hidden_games`).
 
 ``train`` fits an XGBoost policy model on the strategy tables of one or more DCFR run folders
 (:mod:`tensorcfr.games.pasur.learning.policy_model`).
@@ -36,18 +40,86 @@ def _check_device(device: str) -> None:
         raise TensorCFRError("--device cuda: no CUDA device is available on this machine")
 
 
+def _hidden_mode(alex: str, bob: str) -> bool:
+    """True when the names ask for hidden-hand agents (a name that only they have)."""
+    from tensorcfr.games.pasur.agents import AGENT_NAMES, PLAYER_NAMES
+
+    for side, name in (("--alex", alex), ("--bob", bob)):
+        if name not in PLAYER_NAMES and name not in AGENT_NAMES:
+            names = list(PLAYER_NAMES) + [n for n in AGENT_NAMES if n not in PLAYER_NAMES]
+            raise TensorCFRError(f"{side}: unknown player {name!r}: choose one of "
+                                 f"{', '.join(names)}")
+    hidden = [name for name in (alex, bob) if name not in PLAYER_NAMES]
+    if not hidden:
+        return False
+    for side, name in (("--alex", alex), ("--bob", bob)):
+        if name not in AGENT_NAMES:
+            raise TensorCFRError(f"{side} {name!r} is an open-hands player and cannot play "
+                                 f"against the hidden-hand agent {hidden[0]!r}: use "
+                                 f"hidden-hand agents on both seats "
+                                 f"({', '.join(AGENT_NAMES)})")
+    return True
+
+
+def run_hidden_selfplay(deal: tuple[int, ...], alex: str, bob: str, games: int, *,
+                        sample_seed: int = 0, options: Any = None,
+                        records: str | None = None, num_records: int = 10,
+                        show_progress: bool = False) -> dict[str, Any]:
+    """Hidden-hand agents ``alex`` and ``bob`` (:func:`agents.make_agent` with ``options``)
+    play ``games`` games of ``deal`` one by one (game ``i`` with seed ``sample_seed + i``)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, \
+        TimeElapsedColumn
+
+    from tensorcfr.games.pasur.agents import make_agent
+    from tensorcfr.games.pasur.engine.records import record_from_state, record_to_json
+    from tensorcfr.games.pasur.playing.match import hidden_games_summary, play_hidden_games
+
+    t0 = time.perf_counter()
+    agent_alex = make_agent(alex, options)
+    agent_bob = agent_alex if bob == alex else make_agent(bob, options)
+    setup_seconds = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    with Progress(TextColumn("games"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err_console, transient=True, disable=not show_progress) as bar:
+        task = bar.add_task("games", total=games)
+        results = play_hidden_games(deal, agent_alex, agent_bob, games, seed=sample_seed,
+                                    progress=lambda done: bar.update(task, completed=done))
+    seconds = time.perf_counter() - t0
+    out: dict[str, Any] = {
+        "deal": list(deal), "alex": alex, "bob": bob, "hidden_hands": True,
+        **hidden_games_summary(results), "exact_value": None, "sample_seed": sample_seed,
+        "seconds": seconds, "setup_seconds": setup_seconds,
+        "games_per_second": games / seconds if seconds > 0 else None,
+        "threads": options.threads, "device": options.device,
+        "determinizations": options.determinizations,
+        "seconds_per_move": options.seconds_per_move,
+    }
+    if records is not None:
+        from tensorcfr.utils.io import write_json_atomic
+
+        folder = Path(records)
+        count = min(num_records, games)
+        for game in range(count):
+            record = record_to_json(record_from_state(results[game].state))
+            record["source"] = (f"tensorcfr pasur selfplay (hidden hands): {alex} (Alex) vs "
+                                f"{bob} (Bob), seed {sample_seed + game}")
+            write_json_atomic(folder / f"game_{game:05d}.json", record, indent=None)
+        out["records"] = str(folder)
+        out["records_written"] = count
+    return out
+
+
 def run_selfplay(deal: tuple[int, ...], alex: str, bob: str, games: int, *, sample_seed: int = 0,
                  model: str | None = None, table: str | None = None, device: str = "cpu",
                  threads: int = 1, records: str | None = None, num_records: int = 10,
-                 show_progress: bool = False) -> dict[str, Any]:
-    """Play ``games`` games of ``deal`` and return the JSON-ready result."""
-    from tensorcfr.games.pasur.agents import PLAYER_NAMES, make_player
+                 show_progress: bool = False, determinizations: int = 32,
+                 seconds_per_move: float | None = None) -> dict[str, Any]:
+    """Play ``games`` games of ``deal`` and return the JSON-ready result (hidden-hand agents
+    when a name asks for them, see :func:`run_hidden_selfplay`)."""
+    from tensorcfr.games.pasur.agents import AgentOptions, make_player
     from tensorcfr.games.pasur.playing.selfplay import play_games
 
-    for side, name in (("--alex", alex), ("--bob", bob)):
-        if name not in PLAYER_NAMES:
-            raise TensorCFRError(f"{side}: unknown player {name!r}: choose one of "
-                                 f"{', '.join(PLAYER_NAMES)}")
+    hidden = _hidden_mode(alex, bob)
     from tensorcfr.games.pasur.playing.selfplay import MAX_GAMES
 
     check_int_range(games, "--games", 1, MAX_GAMES, why="all games are played at once as "
@@ -57,6 +129,14 @@ def run_selfplay(deal: tuple[int, ...], alex: str, bob: str, games: int, *, samp
     if records is not None:
         check_output_dir(records, "--records")
     _check_device(device)
+    if hidden:
+        options = AgentOptions(determinizations=determinizations,
+                               seconds_per_move=seconds_per_move,
+                               model=Path(model) if model is not None else None,
+                               device=device, threads=threads)
+        return run_hidden_selfplay(deal, alex, bob, games, sample_seed=sample_seed,
+                                   options=options, records=records,
+                                   num_records=num_records, show_progress=show_progress)
     t0 = time.perf_counter()
     made: dict[str, Any] = {}
     for name in {alex, bob}:
@@ -119,9 +199,14 @@ def _print_result(result: dict[str, Any]) -> None:
     table.add_row("fair value (P(win) + P(tie)/2)", f"{result['fair_value']:.3f}")
     if result.get("exact_value") is not None:
         table.add_row("exact value", f"{result['exact_value']:+d}")
+    for seat in ("alex", "bob"):
+        stats = result.get(f"{seat}_move_seconds")
+        if stats and stats["plays"]:
+            table.add_row(f"{result[seat]} s/play (median / p90)",
+                          f"{stats['median']:.4f} / {stats['p90']:.4f}")
     console.print(table)
     console.print(f"{result['games']:,} games in {result['seconds']:.2f} s "
-                  f"({result['games_per_second']:,.0f} games/s; setup "
+                  f"({result['games_per_second']:,.1f} games/s; setup "
                   f"{result['setup_seconds']:.2f} s), {result['threads']} thread(s), device "
                   f"{result['device']}", highlight=False, soft_wrap=True)
     if "records" in result:
@@ -135,12 +220,20 @@ def selfplay_command(
                                             "a JSON list of 52 card indices or 52 card codes."),
     seed: Optional[int] = typer.Option(None, "--seed", help="Play the seeded random deal "
                                        "(as in `pasur solve`)."),
-    alex: str = typer.Option(..., "--alex", help="Alex's player: random, exact, table, model."),
-    bob: str = typer.Option(..., "--bob", help="Bob's player: random, exact, table, model."),
+    alex: str = typer.Option(..., "--alex", help="Alex's player: random, exact, table, model "
+                             "(open hands), or a hidden-hand agent: greedy, pimc, "
+                             "pimc-infer, hidden-model, ..."),
+    bob: str = typer.Option(..., "--bob", help="Bob's player (as --alex)."),
     games: int = typer.Option(1000, "--games", help="Number of games, all played at once."),
     sample_seed: int = typer.Option(0, "--sample-seed", help="Seed of the sampling."),
     model: Optional[str] = typer.Option(None, "--model", help="Policy model folder "
-                                        "(`pasur train --out`) for the model player."),
+                                        "(`pasur train --out`) for the model player, or "
+                                        "hidden-hand model folder (`pasur train-hidden "
+                                        "--out`) for hidden-model (default: the shipped one)."),
+    determinizations: int = typer.Option(32, "--determinizations", "-k", help="pimc, "
+                                         "pimc-infer: determinizations K per play."),
+    seconds_per_move: Optional[float] = typer.Option(None, "--seconds-per-move", help="pimc, "
+                                                     "pimc-infer: time budget per play (s)."),
     table: Optional[str] = typer.Option(None, "--table", help="DCFR run folder (`pasur solve "
                                         "--method dcfr --out`) for the table player."),
     records: Optional[str] = typer.Option(None, "--records", help="Folder for game records "
@@ -162,7 +255,9 @@ def selfplay_command(
         result = run_selfplay(the_deal, alex, bob, games, sample_seed=sample_seed, model=model,
                               table=table, device=device, threads=n_threads, records=records,
                               num_records=num_records,
-                              show_progress=not json_out and err_console.is_terminal)
+                              show_progress=not json_out and err_console.is_terminal,
+                              determinizations=determinizations,
+                              seconds_per_move=seconds_per_move)
         result["seed"] = seed
     except TensorCFRError as exc:
         fail(str(exc), exc.exit_code)

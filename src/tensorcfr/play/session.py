@@ -93,7 +93,7 @@ else)."""
 MODES = ("hidden", "open")
 """The modes of play: ``hidden`` hands (the real game) and ``open`` hands (double-dummy)."""
 DEFAULT_MODE = "hidden"
-DEFAULT_HIDDEN_AGENT = "random"
+DEFAULT_HIDDEN_AGENT = "pimc"
 """The hidden-hand agent a game is played against unless another is named: the one name to
 change when a stronger agent (``pimc``, ``greedy``) answers in time."""
 DEFAULT_OPEN_AI = "exact"

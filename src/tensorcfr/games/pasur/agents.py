@@ -24,9 +24,13 @@ from typing import Any, Callable, Sequence
 import torch
 
 from tensorcfr.errors import TensorCFRError
+from tensorcfr.games.pasur.learning.hidden_model import HiddenModelAgent
 from tensorcfr.games.pasur.learning.policy_model import ModelPlayer
 from tensorcfr.games.pasur.playing.agent import ExactAgent, HiddenAgent, RandomAgent
 from tensorcfr.games.pasur.playing.ismcts_agent import ISMCTSAgent, timed_ismcts_agent
+from tensorcfr.games.pasur.playing.greedy import GreedyAgent
+from tensorcfr.games.pasur.playing.pimc import PimcAgent
+from tensorcfr.games.pasur.playing.pimc_infer import PimcInferAgent
 from tensorcfr.games.pasur.playing.players import (
     ExactPlayer,
     Player,
@@ -93,7 +97,8 @@ class AgentOptions:
         seconds_per_move: a time budget per move (``pimc`` stops drawing when it is spent,
             ``ismcts-time`` searches for this long); ``None``: no budget.
         simulations: ISMCTS simulations per move (``ismcts``).
-        model: the folder of a ``hidden-model`` (``tensorcfr pasur train-hidden``).
+        model: the folder of a ``hidden-model`` (``tensorcfr pasur train-hidden``); ``None``:
+            the model shipped with the package.
         device: torch device of the exact solver.
         threads: XGBoost threads.
     """
@@ -119,9 +124,16 @@ class AgentOptions:
 
 _AGENT_FACTORIES: dict[str, Callable[[AgentOptions], HiddenAgent]] = {
     "random": lambda options: RandomAgent(),
-    "exact": lambda options: ExactAgent(device=options.device),
+    "greedy": lambda options: GreedyAgent(),
+    "pimc": lambda options: PimcAgent(options.determinizations, options.seconds_per_move,
+                                      device=options.device),
+    "pimc-infer": lambda options: PimcInferAgent(options.determinizations,
+                                                 options.seconds_per_move,
+                                                 device=options.device),
+    "hidden-model": lambda options: HiddenModelAgent(options.model, threads=options.threads),
     "ismcts": lambda options: ISMCTSAgent(simulations=options.simulations),
     "ismcts-time": lambda options: timed_ismcts_agent(options.seconds_per_move),
+    "exact": lambda options: ExactAgent(device=options.device),
 }
 AGENT_NAMES: tuple[str, ...] = tuple(_AGENT_FACTORIES)
 """Names :func:`make_agent` accepts."""

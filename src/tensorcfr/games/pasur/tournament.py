@@ -50,7 +50,7 @@ from tensorcfr.errors import CorruptFileError, TensorCFRError
 from tensorcfr.games.pasur.agents import AGENT_NAMES, AgentOptions, make_agent
 from tensorcfr.games.pasur.batch import read_decks
 from tensorcfr.games.pasur.engine import rules
-from tensorcfr.games.pasur.engine.observation import observe
+from tensorcfr.games.pasur.playing.match import play_game
 from tensorcfr.games.pasur.playing.agent import HiddenAgent
 from tensorcfr.utils.interrupts import deferred_stop
 from tensorcfr.utils.journal import append_journal, read_journal, repair_journal
@@ -309,47 +309,6 @@ def summarize_pairs(pairs: Sequence[tuple[str, str]], games: Sequence[dict[str, 
 # --------------------------------------------------------------------------- one job
 
 
-@dataclass(frozen=True)
-class _GameResult:
-    """STAND-IN for ``playing.match.GameResult`` (same fields) until branch ``agents`` lands."""
-
-    state: rules.GameState
-    alex_points: int
-    bob_points: int
-    utility: int
-    move_seconds: tuple[tuple[float, ...], tuple[float, ...]]
-    seed: int
-
-
-def _play_one_game(deal: Sequence[int], alex: HiddenAgent, bob: HiddenAgent, seed: int
-                   ) -> _GameResult:
-    """STAND-IN for ``playing.match.play_game`` (same signature and result), to be replaced by
-    it when branch ``agents`` is merged: one game of ``deal``, each agent shown only its
-    observation, the true state passed only to an agent that ``sees_everything``."""
-    state = rules.initial_state(deal)
-    agents = (alex, bob)
-    alex.reset(seed)
-    if bob is not alex:
-        bob.reset(seed)
-    seconds: tuple[list[float], list[float]] = ([], [])
-    while not state.is_terminal:
-        player = state.player
-        agent = agents[player]
-        obs = observe(state, player)
-        start = time.perf_counter()
-        action = agent.choose(obs, state if agent.sees_everything else None)
-        seconds[player].append(time.perf_counter() - start)
-        reason = rules.illegal_reason(state, action)
-        if reason is not None:
-            raise TensorCFRError(f"agent {agent.name!r} ({rules.PLAYERS[player]}) played an "
-                                 f"illegal move at play {state.play_index}: {reason}")
-        state = rules.apply_action(state, action)
-    alex_score, bob_score = rules.score(state)
-    return _GameResult(state=state, alex_points=alex_score.total, bob_points=bob_score.total,
-                       utility=alex_score.total - bob_score.total,
-                       move_seconds=(tuple(seconds[0]), tuple(seconds[1])), seed=seed)
-
-
 @lru_cache(maxsize=16)
 def _cached_agent(name: str, options_json: str) -> HiddenAgent:
     """One agent object per (name, options) in a worker process (agents are reset before each
@@ -397,7 +356,7 @@ def _game_job(spec: dict[str, Any]) -> dict[str, Any]:
     try:
         alex = _cached_agent(spec["alex"], spec["options_json"])
         bob = _cached_agent(spec["bob"], spec["options_json"])
-        result = _play_one_game(tuple(spec["deal_cards"]), alex, bob, spec["game_seed"])
+        result = play_game(tuple(spec["deal_cards"]), alex, bob, spec["game_seed"])
         utility = int(result.utility)
         row.update(utility=utility, alex_points=int(result.alex_points),
                    bob_points=int(result.bob_points),

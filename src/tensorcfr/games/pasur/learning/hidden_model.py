@@ -1,0 +1,486 @@
+"""The ``hidden-model`` agent: a fast learned player of hidden-hand Pasur (XGBoost).
+
+As in the paper's policy models (:mod:`.policy_model`), an XGBoost regressor scores each
+legal play from one feature row; here the row holds only what the mover can see
+(:class:`Observation`: its hand, the pool, the counts of the unseen cards, the scores, the
+round) plus what the candidate play does (its card, its captures and the ``greedy`` facts of
+:func:`greedy.play_facts`). The agent plays the play of the highest predicted score (the
+first of equal ones, in legal order).
+
+**Target** (``TARGET``): the play's *advantage* under a teacher, in points from the mover's
+side: its whole-game value minus the mean value of the decision's legal plays.
+
+* ``--teacher exact`` (the default, fast): the open-hands exact values
+  (:func:`solve_exact`, one solve per game covers all its positions); the features still see
+  only the observation, so the model learns the mean over the hidden cards of the exact
+  values, which is what PIMC estimates with its draws.
+* ``--teacher pimc``: PIMC's mean values over K determinizations (K solves per decision:
+  slow).
+
+The games that provide the decisions are played by a mixed behaviour (per play: the
+teacher's best play with probability 0.6, ``greedy`` 0.2, uniform random 0.2; seeded), so
+the positions are those of sensible play with some variety. Decisions with one legal play
+carry no information and are skipped.
+
+A model folder holds ``hidden_model.ubj`` (XGBoost's binary format) and ``manifest.json``
+(format, version, feature set and columns, target, teacher, games, hyper-parameters, row
+counts, RMSE and the target's variance, timings, versions), written atomically. Row
+collection checkpoints to ``rows.npz`` in the folder every 30 seconds and resumes from it when
+the same run is started again.
+
+Units: targets and predictions in points; features as listed in :data:`FEATURE_COLUMNS`.
+This module knows observations, the greedy facts and the exact solver; it does not know the
+agent registry.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import random
+import time
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from tensorcfr.errors import CorruptFileError, TensorCFRError
+from tensorcfr.games.pasur.engine import rules
+from tensorcfr.games.pasur.engine.cards import (
+    NUM_CARDS,
+    TEN_OF_DIAMONDS,
+    TWO_OF_CLUBS,
+    is_club,
+)
+from tensorcfr.games.pasur.engine.observation import Observation, observe
+from tensorcfr.games.pasur.playing.agent import PlayEstimate, check_turn, mover_sign
+from tensorcfr.games.pasur.playing.greedy import CARD_POINTS, GreedyAgent, greedy_key, play_facts
+from tensorcfr.games.pasur.playing.pimc import PimcAgent
+from tensorcfr.utils.io import atomic_path, write_json_atomic
+
+__all__ = ["DEFAULT_MODEL_DIR", "FEATURE_COLUMNS", "FEATURE_SET", "HiddenModel",
+           "HiddenModelAgent", "TrainHiddenSettings", "TrainProgress", "decision_rows",
+           "load_hidden_model",
+           "run_train_hidden"]
+
+MODEL_FORMAT = "tensorcfr-pasur-hidden-model"
+MODEL_VERSION = 1
+MODEL_FILE = "hidden_model.ubj"
+MANIFEST = "manifest.json"
+ROWS_CHECKPOINT = "rows.npz"
+FEATURE_SET = "pasur-hidden-v1"
+TARGET = ("advantage of the play under the teacher: its whole-game value minus the mean of "
+          "the decision's legal plays, points from the mover's side")
+TEACHERS = ("exact", "pimc")
+DEFAULT_MODEL_DIR = Path(str(resources.files("tensorcfr.games.pasur") / "data" / "hidden_model"))
+"""The small model shipped with the package (``hidden-model`` without ``--model``)."""
+
+_RANK_NAMES = "A23456789TJQK"
+FEATURE_COLUMNS: list[str] = (
+    ["round", "ply_in_round", "hand_size", "opponent_hand_size", "undealt", "score_diff",
+     "my_clubs", "opponent_clubs", "pool_size", "pool_numeric_sum", "pool_points",
+     "pool_clubs", "unseen_aces", "unseen_jacks", "unseen_ten_of_diamonds",
+     "unseen_two_of_clubs", "unseen_clubs", "is_alex", "last_capturer_is_me",
+     "legal_plays"]
+    + [f"unseen_{r}" for r in _RANK_NAMES] + [f"pool_{r}" for r in _RANK_NAMES]
+    + [f"hand_{r}" for r in _RANK_NAMES]
+    + ["points_now", "clubs_taken", "aces_taken", "jacks_taken", "ten_taken", "two_taken",
+       "pool_left", "lay_card_points", "lay_card_club", "lay_threats", "card_rank",
+       "card_is_club", "captured_count", "is_lay", "card_points", "is_greedy_choice"])
+NUM_FEATURES = len(FEATURE_COLUMNS)
+
+_IS_CLUB = tuple(is_club(c) for c in range(NUM_CARDS))
+_VALUE = tuple(c // 4 + 1 if c < 40 else 0 for c in range(NUM_CARDS))
+
+DEFAULT_PARAMS: dict[str, Any] = {"objective": "reg:squarederror", "eval_metric": "rmse",
+                                  "tree_method": "hist", "max_depth": 6, "eta": 0.1,
+                                  "min_child_weight": 1.0}
+"""Smaller trees than the per-deal policy models: the model must stay under 2 MB and fast."""
+
+
+# --------------------------------------------------------------------------- features
+
+
+def _decision_prefix(obs: Observation, legal_count: int) -> list[float]:
+    """The features shared by every play of one decision (the first 59 columns)."""
+    me = obs.player
+    my_points, opp_points = obs.points()
+    if me == 1:
+        my_points, opp_points = opp_points, my_points
+    unseen_ranks = [0] * 13
+    unseen_clubs = 0
+    for c in obs.unseen:
+        unseen_ranks[c >> 2] += 1
+        unseen_clubs += _IS_CLUB[c]
+    pool_ranks = [0] * 13
+    pool_sum = pool_points = pool_clubs = 0
+    for c in obs.pool:
+        pool_ranks[c >> 2] += 1
+        pool_sum += _VALUE[c]
+        pool_points += CARD_POINTS[c]
+        pool_clubs += _IS_CLUB[c]
+    hand_ranks = [0] * 13
+    for c in obs.hand:
+        hand_ranks[c >> 2] += 1
+    unseen = set(obs.unseen)
+    last = obs.last_capturer
+    return [obs.play_index // 8, obs.play_index % 8, len(obs.hand), obs.opponent_hand_size,
+            obs.undealt_count, my_points - opp_points,
+            sum(1 for c in obs.piles[me] if _IS_CLUB[c]),
+            sum(1 for c in obs.piles[1 - me] if _IS_CLUB[c]),
+            len(obs.pool), pool_sum, pool_points, pool_clubs,
+            unseen_ranks[0], unseen_ranks[10], int(TEN_OF_DIAMONDS in unseen),
+            int(TWO_OF_CLUBS in unseen), unseen_clubs, int(me == 0),
+            -1 if last is None else int(last == me), legal_count,
+            *unseen_ranks, *pool_ranks, *hand_ranks]
+
+
+def decision_rows(obs: Observation, legal: Sequence[rules.Action] | None = None
+                  ) -> tuple[list[rules.Action], list[list[float]]]:
+    """The legal plays of ``obs`` and one feature row each (:data:`FEATURE_COLUMNS`)."""
+    legal = list(obs.legal_actions() if legal is None else legal)
+    prefix = _decision_prefix(obs, len(legal))
+    facts = play_facts(obs, legal)
+    keys = [greedy_key(f) for f in facts]
+    best = max(range(len(keys)), key=lambda i: (keys[i], -i))
+    rows = []
+    for i, (action, f) in enumerate(zip(legal, facts)):
+        card = action.card
+        rows.append(prefix + [*f, card >> 2, int(_IS_CLUB[card]), len(action.captured),
+                              int(not action.captured), CARD_POINTS[card], int(i == best)])
+    return legal, rows
+
+
+# --------------------------------------------------------------------------- model
+
+
+@dataclass
+class HiddenModel:
+    """A loaded hidden-hand model: the XGBoost booster and its manifest."""
+
+    booster: Any
+    manifest: dict[str, Any]
+    path: Path
+
+    def predict(self, rows: np.ndarray) -> np.ndarray:
+        """Predicted advantage (points) of each row of ``rows`` [N, NUM_FEATURES] -> [N]."""
+        if rows.shape[0] == 0:
+            return np.zeros(0, dtype=np.float32)
+        return np.asarray(self.booster.inplace_predict(rows), dtype=np.float32)
+
+
+def _train_command_hint() -> str:
+    return "train one with `tensorcfr pasur train-hidden --games N --out DIR`"
+
+
+def load_hidden_model(path: str | os.PathLike[str] | None = None, threads: int = 1
+                      ) -> HiddenModel:
+    """Load a folder written by :func:`run_train_hidden` (``None``: the shipped default).
+
+    Raises:
+        TensorCFRError / CorruptFileError: a missing or unreadable model, in one line that
+            names the train command.
+    """
+    folder = DEFAULT_MODEL_DIR if path is None else Path(path)
+    mpath = folder / MANIFEST
+    if not folder.is_dir() or not mpath.is_file():
+        what = "no hidden-hand model is installed" if path is None else \
+            f"{folder} is not a hidden-hand model folder"
+        raise TensorCFRError(f"{what}: {_train_command_hint()} and pass --model DIR")
+    try:
+        manifest = json.loads(mpath.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise CorruptFileError(f"{mpath} is not valid JSON ({exc}): "
+                               f"{_train_command_hint()}") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != MODEL_FORMAT:
+        raise CorruptFileError(f"{mpath} is not the manifest of a hidden-hand model: "
+                               f"{_train_command_hint()}")
+    if manifest.get("version") != MODEL_VERSION:
+        raise CorruptFileError(f"{mpath}: unsupported model version "
+                               f"{manifest.get('version')!r}: {_train_command_hint()}")
+    features = manifest.get("features") or {}
+    if features.get("name") != FEATURE_SET or features.get("columns") != FEATURE_COLUMNS:
+        raise CorruptFileError(f"{folder} was trained on other features "
+                               f"({features.get('name')!r}): {_train_command_hint()}")
+    model_file = folder / str(manifest.get("model_file", MODEL_FILE))
+    import xgboost
+
+    try:
+        booster = xgboost.Booster(model_file=str(model_file))
+    except xgboost.core.XGBoostError as exc:
+        first = (str(exc).strip().splitlines() or ["unreadable"])[0]
+        raise CorruptFileError(f"{model_file} is not a readable XGBoost model "
+                               f"({first[:120]})") from None
+    booster.set_param({"nthread": int(threads)})
+    return HiddenModel(booster=booster, manifest=manifest, path=folder)
+
+
+class HiddenModelAgent:
+    """Plays the legal play of the highest predicted advantage (first of equal ones)."""
+
+    name = "hidden-model"
+    sees_everything = False
+
+    def __init__(self, model: str | os.PathLike[str] | None = None, threads: int = 1) -> None:
+        self.model = load_hidden_model(model, threads=threads)
+
+    def reset(self, seed: int) -> None:
+        """Nothing to reset: the agent is deterministic."""
+
+    def _predict(self, observations: Sequence[Observation]
+                 ) -> list[tuple[list[rules.Action], np.ndarray]]:
+        legal_lists, all_rows = [], []
+        for obs in observations:
+            legal, rows = decision_rows(obs, check_turn(obs, self.name))
+            legal_lists.append(legal)
+            all_rows.extend(rows)
+        pred = self.model.predict(np.asarray(all_rows, dtype=np.float32))
+        out, start = [], 0
+        for legal in legal_lists:
+            out.append((legal, pred[start:start + len(legal)]))
+            start += len(legal)
+        return out
+
+    def choose(self, obs: Observation, state: rules.GameState | None = None) -> rules.Action:
+        """The play of the highest predicted advantage."""
+        return self.choose_many([obs])[0]
+
+    def choose_many(self, observations: Sequence[Observation]) -> list[rules.Action]:
+        """:meth:`choose` for many observations at once (one XGBoost call)."""
+        return [legal[int(np.argmax(pred))] for legal, pred in self._predict(observations)]
+
+    def estimates(self, obs: Observation) -> list[PlayEstimate] | None:
+        """None: the model predicts advantages, not final points differences."""
+        return None
+
+
+# --------------------------------------------------------------------------- training
+
+
+@dataclass(frozen=True)
+class TrainHiddenSettings:
+    """Everything a ``train-hidden`` run needs (validated on creation).
+
+    Attributes:
+        games: games played to collect decisions (each a random deal, seed ``seed + i``).
+        out: the model folder.
+        teacher: ``exact`` (open-hands values, one solve per game) or ``pimc``.
+        seed: seed of the deals, the behaviour and the data split.
+        threads: XGBoost threads.
+        determinizations: K of the ``pimc`` teacher.
+        rounds: most boosting rounds (early stopping after 30 without improvement).
+        max_depth: XGBoost tree depth.
+        eta: XGBoost learning rate.
+        device: torch device of the exact solver.
+    """
+
+    games: int
+    out: Path
+    teacher: str = "exact"
+    seed: int = 0
+    threads: int = 1
+    determinizations: int = 8
+    rounds: int = 300
+    max_depth: int = 6
+    eta: float = 0.1
+    device: str = "cpu"
+
+    def __post_init__(self) -> None:
+        if self.games < 1:
+            raise TensorCFRError(f"--games must be at least 1, got {self.games}")
+        if self.teacher not in TEACHERS:
+            raise TensorCFRError(f"--teacher must be one of {', '.join(TEACHERS)}, got "
+                                 f"{self.teacher!r}")
+        if self.threads < 1:
+            raise TensorCFRError(f"--threads must be at least 1, got {self.threads}")
+        if self.determinizations < 1:
+            raise TensorCFRError(f"the number of determinizations K must be at least 1, got "
+                                 f"{self.determinizations}")
+        if self.rounds < 1:
+            raise TensorCFRError(f"--rounds must be at least 1, got {self.rounds}")
+        if self.max_depth < 1:
+            raise TensorCFRError(f"--max-depth must be at least 1, got {self.max_depth}")
+        if not self.eta > 0:
+            raise TensorCFRError(f"--eta must be positive, got {self.eta}")
+        out = Path(self.out)
+        if out.exists() and not out.is_dir():
+            raise TensorCFRError(f"--out {out} exists and is not a folder")
+
+
+@dataclass(frozen=True)
+class TrainProgress:
+    """Where a run is: ``stage`` (``games`` or ``training``) and games done of total."""
+
+    stage: str
+    done: int
+    total: int
+
+
+def _game_rows(settings: TrainHiddenSettings, game: int) -> tuple[list[list[float]],
+                                                                  list[float]]:
+    """Feature rows and advantage targets of every decision of game ``game``."""
+    from tensorcfr.games.pasur.solving.exact import StateNotSolvedError, solve_exact
+
+    seed = settings.seed + game
+    deal = rules.random_deal(seed)
+    rng = random.Random(f"train-hidden:{seed}")
+    greedy = GreedyAgent()
+    pimc = None
+    solution = None
+    if settings.teacher == "pimc":
+        pimc = PimcAgent(settings.determinizations, device=settings.device)
+        pimc.reset(seed)
+    state = rules.initial_state(deal)
+    xs: list[list[float]] = []
+    ys: list[float] = []
+    while not state.is_terminal:
+        obs = observe(state, state.player)
+        legal = obs.legal_actions()
+        if pimc is not None:
+            values = [e.value for e in pimc.estimates(obs) or []]
+        else:
+            if solution is None:
+                solution = solve_exact(state, device=settings.device)
+            try:
+                solved = solution.action_values(state)
+            except StateNotSolvedError:  # pragma: no cover - the solve covers every state
+                solution = solve_exact(state, device=settings.device)
+                solved = solution.action_values(state)
+            by_action = dict(solved)
+            sign = mover_sign(state.player)
+            values = [sign * by_action[a] for a in legal]
+        if len(legal) > 1:
+            mean = sum(values) / len(values)
+            _, rows = decision_rows(obs, legal)
+            xs.extend(rows)
+            ys.extend(v - mean for v in values)
+        draw = rng.random()
+        if draw < 0.6:
+            action = legal[max(range(len(legal)), key=lambda i: (values[i], -i))]
+        elif draw < 0.8:
+            action = greedy.choose(obs)
+        else:
+            action = rng.choice(legal)
+        state = rules.apply_action(state, action)
+    return xs, ys
+
+
+def _collect_rows(settings: TrainHiddenSettings, on_progress: Callable[[TrainProgress], None]
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows, targets and game numbers of ``settings.games`` games; resumes from and writes
+    the ``rows.npz`` checkpoint of the out folder."""
+    out = Path(settings.out)
+    checkpoint = out / ROWS_CHECKPOINT
+    ident = f"{settings.teacher}|{settings.seed}|{settings.determinizations}|{FEATURE_SET}"
+    xs: list[np.ndarray] = []
+    ys: list[np.ndarray] = []
+    gs: list[np.ndarray] = []
+    done = 0
+    if checkpoint.is_file():
+        try:
+            with np.load(checkpoint) as saved:
+                if str(saved["ident"]) == ident:
+                    done = min(int(saved["games"]), settings.games)
+                    keep = saved["game"] < done
+                    xs.append(saved["x"][keep])
+                    ys.append(saved["y"][keep])
+                    gs.append(saved["game"][keep])
+        except (OSError, ValueError, KeyError):
+            done = 0  # an unreadable checkpoint: start again
+            xs, ys, gs = [], [], []
+    on_progress(TrainProgress("games", done, settings.games))
+    last_save = time.perf_counter()
+    for game in range(done, settings.games):
+        x, y = _game_rows(settings, game)
+        xs.append(np.asarray(x, dtype=np.float32).reshape(-1, NUM_FEATURES))
+        ys.append(np.asarray(y, dtype=np.float32))
+        gs.append(np.full(len(y), game, dtype=np.int32))
+        on_progress(TrainProgress("games", game + 1, settings.games))
+        if time.perf_counter() - last_save > 30 or game + 1 == settings.games:
+            out.mkdir(parents=True, exist_ok=True)
+            with atomic_path(checkpoint) as tmp:
+                with open(tmp, "wb") as fh:
+                    np.savez(fh, x=np.concatenate(xs), y=np.concatenate(ys),
+                             game=np.concatenate(gs), games=game + 1, ident=ident)
+            last_save = time.perf_counter()
+    return np.concatenate(xs), np.concatenate(ys), np.concatenate(gs)
+
+
+def _versions() -> dict[str, str]:
+    import xgboost
+
+    from tensorcfr import __version__
+
+    return {"tensorcfr": __version__, "xgboost": xgboost.__version__,
+            "numpy": np.__version__, "python": platform.python_version()}
+
+
+def _rmse(pred: np.ndarray, y: np.ndarray) -> float:
+    return float(np.sqrt(np.mean((pred.astype(np.float64) - y) ** 2))) if len(y) else \
+        float("nan")
+
+
+def run_train_hidden(settings: TrainHiddenSettings,
+                     on_progress: Callable[[TrainProgress], None] = lambda p: None
+                     ) -> dict[str, Any]:
+    """Collect decisions, train the model, save it in ``settings.out``; returns the manifest.
+
+    Games are split for evaluation by game (every 5th game is held out; with fewer than 5
+    games the last one), so the held-out RMSE is measured on positions of unseen deals; the
+    held-out rows also stop the boosting early (30 rounds without improvement) once there
+    are at least 1,000 of them (tiny runs train all ``rounds``).
+    """
+    import xgboost
+
+    started = time.perf_counter()
+    x, y, game = _collect_rows(settings, on_progress)
+    rows_seconds = time.perf_counter() - started
+    if len(y) < 10:
+        raise TensorCFRError(f"only {len(y)} training rows: play more --games")
+    held = (game % 5 == 4) if settings.games >= 5 else (game == settings.games - 1)
+    if held.all() or not held.any():
+        held = np.zeros(len(y), dtype=bool)
+        held[len(y) * 4 // 5:] = True
+    train, test = ~held, held
+    on_progress(TrainProgress("training", 0, settings.rounds))
+    params = {**DEFAULT_PARAMS, "max_depth": settings.max_depth, "eta": settings.eta,
+              "nthread": settings.threads, "seed": settings.seed}
+    dtrain = xgboost.DMatrix(x[train], label=y[train])
+    dtest = xgboost.DMatrix(x[test], label=y[test])
+    t0 = time.perf_counter()
+    booster = xgboost.train(params, dtrain, num_boost_round=settings.rounds,
+                            evals=[(dtrain, "train"), (dtest, "test")],
+                            early_stopping_rounds=30 if test.sum() >= 1000 else None,
+                            verbose_eval=False)
+    train_seconds = time.perf_counter() - t0
+    best = getattr(booster, "best_iteration", None)
+    if best is not None:
+        booster = booster[: best + 1]
+    model = HiddenModel(booster=booster, manifest={}, path=Path(settings.out))
+    pred_train, pred_test = model.predict(x[train]), model.predict(x[test])
+    out = Path(settings.out)
+    out.mkdir(parents=True, exist_ok=True)
+    with atomic_path(out / MODEL_FILE) as tmp:
+        tmp.write_bytes(bytes(booster.save_raw(raw_format="ubj")))
+    manifest = {
+        "format": MODEL_FORMAT, "version": MODEL_VERSION, "model_file": MODEL_FILE,
+        "features": {"name": FEATURE_SET, "columns": FEATURE_COLUMNS},
+        "target": TARGET, "teacher": settings.teacher,
+        "determinizations": settings.determinizations if settings.teacher == "pimc" else None,
+        "games": settings.games, "seed": settings.seed,
+        "behaviour": "per play: teacher's best 0.6, greedy 0.2, uniform random 0.2",
+        "params": params, "max_rounds": settings.rounds, "rounds":
+            int(booster.num_boosted_rounds()),
+        "rows": {"total": int(len(y)), "train": int(train.sum()), "test": int(test.sum())},
+        "rmse": {"train": _rmse(pred_train, y[train]), "test": _rmse(pred_test, y[test])},
+        "target_std": {"train": float(np.std(y[train])), "test": float(np.std(y[test]))},
+        "seconds": {"rows": rows_seconds, "train": train_seconds,
+                    "total": time.perf_counter() - started},
+        "model_bytes": (out / MODEL_FILE).stat().st_size,
+        "threads": settings.threads, "versions": _versions(),
+    }
+    write_json_atomic(out / MANIFEST, manifest)
+    return manifest
