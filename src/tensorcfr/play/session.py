@@ -66,6 +66,7 @@ from tensorcfr.games.pasur.engine.rules import (
 __all__ = [
     "AI_NAMES",
     "DEFAULT_HIDDEN_AGENT",
+    "PLAY_SECONDS_PER_MOVE",
     "DEFAULT_MODE",
     "DEFAULT_OPEN_AI",
     "GameSession",
@@ -96,6 +97,9 @@ DEFAULT_MODE = "hidden"
 DEFAULT_HIDDEN_AGENT = "pimc"
 """The hidden-hand agent a game is played against unless another is named: the one name to
 change when a stronger agent (``pimc``, ``greedy``) answers in time."""
+PLAY_SECONDS_PER_MOVE = 0.8
+"""The time budget per move of a hidden-hand agent in play (PIMC stops drawing, ISMCTS stops
+searching once it is spent), so that a reply takes under a second on one core."""
 DEFAULT_OPEN_AI = "exact"
 VISIBILITIES = ("open", "hidden")
 SEED_MAX = 2**63 - 1
@@ -470,7 +474,9 @@ def make_hidden_agent(name: str, *, device: str = "cpu", options: Any = None) ->
     if name not in names:
         raise TensorCFRError(f"unknown AI {name!r} for hidden hands: choose one of "
                              f"{', '.join(names)}")
-    return make_agent(name, options if options is not None else AgentOptions(device=device))
+    if options is None:
+        options = AgentOptions(device=device, seconds_per_move=PLAY_SECONDS_PER_MOVE)
+    return make_agent(name, options)
 
 
 def _r2(x: float) -> float:

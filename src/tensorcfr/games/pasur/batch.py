@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import json
 import os
 import time
 from dataclasses import dataclass
@@ -34,7 +33,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from tensorcfr.errors import CorruptFileError, TensorCFRError
-from tensorcfr.utils.checks import MAX_SEED, check_int_range
+from tensorcfr.utils.checks import MAX_SEED, check_int_range, check_run_identity
 from tensorcfr.utils.journal import append_journal, folder_lock, read_journal, repair_journal
 from tensorcfr.utils.ray_cluster import check_ray_address, run_on_ray
 
@@ -334,27 +333,10 @@ def write_table(out: Path) -> int:
 
 
 def _check_identity(out: Path, identity: dict[str, Any]) -> None:
-    from tensorcfr.utils.io import write_json_atomic
-
-    path = out / IDENTITY_FILE
-    if path.exists():
-        try:
-            old = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise CorruptFileError(f"{path} is unreadable: {exc}") from None
-        if not isinstance(old, dict) or old.get("format") != BATCH_FORMAT:
-            raise CorruptFileError(f"{path} is not the identity file of a tensorcfr batch")
-        mine = {k: v for k, v in identity.items() if k != "decks"}
-        theirs = {k: v for k, v in old.items() if k != "decks"}
-        if mine != theirs:
-            from tensorcfr.utils.checks import option_differences
-
-            diff = option_differences(theirs, mine, {"deck_file": "DECKFILE",
-                                                     "deck_file_sha256": "DECKFILE's content",
-                                                     "format": "the batch format"})
-            raise TensorCFRError(f"{out} holds a batch made with other options: {diff}; "
-                                 "give the same options to continue it, or another --out")
-    write_json_atomic(path, identity)
+    """Refuse (one line) a rerun on ``out`` with other options than the batch it holds."""
+    check_run_identity(out / IDENTITY_FILE, identity, what="batch", ignore=("decks",),
+                       names={"deck_file": "DECKFILE", "deck_file_sha256": "DECKFILE's content",
+                              "format": "the batch format"})
 
 
 # --------------------------------------------------------------------------- Ray

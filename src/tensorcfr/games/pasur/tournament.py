@@ -52,6 +52,7 @@ from tensorcfr.games.pasur.batch import read_decks
 from tensorcfr.games.pasur.engine import rules
 from tensorcfr.games.pasur.playing.match import play_game
 from tensorcfr.games.pasur.playing.agent import HiddenAgent
+from tensorcfr.utils.checks import check_run_identity
 from tensorcfr.utils.interrupts import deferred_stop
 from tensorcfr.utils.journal import append_journal, read_journal, repair_journal
 from tensorcfr.utils.ray_cluster import check_ray_address, run_on_ray
@@ -454,25 +455,9 @@ def _identity(settings: TournamentSettings, digest: str) -> dict[str, Any]:
 
 
 def _check_identity(out: Path, identity: dict[str, Any]) -> None:
-    from tensorcfr.utils.io import write_json_atomic
-
-    path = out / IDENTITY_FILE
-    if path.exists():
-        try:
-            old = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise CorruptFileError(f"{path} is unreadable: {_error_text(exc)}") from None
-        if not isinstance(old, dict) or old.get("format") != TOURNAMENT_FORMAT:
-            raise CorruptFileError(f"{path} is not the identity file of a tensorcfr tournament")
-        if old != identity:
-            keys = [k for k in _IDENTITY_OPTIONS if old.get(k) != identity.get(k)]
-            keys += sorted(k for k in set(old) | set(identity)
-                           if k not in _IDENTITY_OPTIONS and old.get(k) != identity.get(k))
-            names = ", ".join(dict.fromkeys(_IDENTITY_OPTIONS.get(k, k) for k in keys))
-            raise TensorCFRError(f"{out} holds a tournament with other settings (differs in "
-                                 f"{names}); rerun with the same options or use another --out")
-        return
-    write_json_atomic(path, identity)
+    """Refuse (one line) a rerun on ``out`` with other settings than the tournament it holds."""
+    check_run_identity(out / IDENTITY_FILE, identity, what="tournament",
+                       names=_IDENTITY_OPTIONS)
 
 
 def _job_specs(settings: TournamentSettings, deals: Sequence[tuple[int, tuple[int, ...]]]
