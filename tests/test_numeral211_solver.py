@@ -87,7 +87,8 @@ def test_exploitability_agrees_three_ways(tiny) -> None:
 
 
 def _compare_regrets(game, ours, infoset_regrets, os_game, template) -> int:
-    scaled = [r.clone() * s for r, s in zip(ours.regrets, _chance_scales(game.config))]
+    scaled = [r.clone() * s for r, s in zip(n211.cell_regrets(ours),
+                                            _chance_scales(game.config))]
     tab = og.policy_to_tabular(game, scaled, os_game, template)
     checked = 0
     for key, idx in tab.state_lookup.items():

@@ -38,6 +38,7 @@ __all__ = [
     "normalize_dense", "estimate_solver_bytes", "public_best_response",
     "public_exploitability", "PublicExploitability", "public_pass", "BoardSample",
     "BoardSampling", "sample_boards", "enumerate_boards", "board_sample_from_choices",
+    "round_hands", "root_total",
 ]
 
 
@@ -81,6 +82,11 @@ class PublicTreeGame(Protocol):
 
     ``rounds``: one template per round; ``num_boards[r]``: board batch ``B_r``;
     ``num_hands``: ``H``.  Prefix counts follow: ``P_0 = 1``, ``P_{r+1} = P_r * E_r``.
+
+    Optional: ``hands_per_round`` (a list: round r's vectors then have ``H_r`` entries
+    instead of ``H``, e.g. one per suit-isomorphic class) and ``root_weights()`` ([B_0, H_0]:
+    how many concrete hands each root entry stands for; the root values are summed with these
+    weights, default 1).
     """
 
     rounds: Sequence[RoundTemplate]
@@ -137,6 +143,22 @@ def normalize_dense(cumulative: Tensor) -> Tensor:
                        uniform)
 
 
+def round_hands(game: PublicTreeGame, r: int) -> int:
+    """Entries of round r's hand axis: ``game.hands_per_round[r]`` when the game has it,
+    else ``game.num_hands``."""
+    per_round = getattr(game, "hands_per_round", None)
+    return game.num_hands if per_round is None else int(per_round[r])
+
+
+def root_total(game: PublicTreeGame, root_values: Tensor) -> float:
+    """Sum of root values [1, B_0, H_0] over the root hands, weighted by the game's
+    ``root_weights()`` when it has them (expected payoff units)."""
+    weights = getattr(game, "root_weights", None)
+    if weights is None:
+        return float(root_values.sum())
+    return float((root_values * weights()).sum())
+
+
 def _prefix_counts(rounds: Sequence[RoundTemplate]) -> list[int]:
     counts = [1]
     for tmpl in rounds[:-1]:
@@ -152,8 +174,8 @@ def estimate_solver_bytes(game: PublicTreeGame, dtype: torch.dtype) -> int:
     prefixes = _prefix_counts(game.rounds)
     state = 0
     largest = 0
-    for tmpl, p, b in zip(game.rounds, prefixes, game.num_boards):
-        cell = p * b * game.num_hands
+    for r, (tmpl, p, b) in enumerate(zip(game.rounds, prefixes, game.num_boards)):
+        cell = p * b * round_hands(game, r)
         state += 3 * tmpl.num_slots * cell
         largest = max(largest, (2 * tmpl.num_nodes + 3 * tmpl.num_exits + 8) * cell)
     return int((state + largest) * size + game.workspace_bytes(size) + 64 * 2**20)
@@ -371,9 +393,9 @@ class PublicTreeCFR:
                 "--dtype float32, or raise --max-memory")
         self.prefixes = _prefix_counts(game.rounds)
         self.iteration = 0
-        h = game.num_hands
-        shapes = [(t.num_slots, p, b, h) for t, p, b in zip(game.rounds, self.prefixes,
-                                                            game.num_boards)]
+        shapes = [(t.num_slots, p, b, round_hands(game, r))
+                  for r, (t, p, b) in enumerate(zip(game.rounds, self.prefixes,
+                                                    game.num_boards))]
         self.regrets = [torch.zeros(s, dtype=dtype, device=self.device) for s in shapes]
         self.average = [torch.zeros(s, dtype=dtype, device=self.device) for s in shapes]
         self.strategy = [torch.zeros(s, dtype=dtype, device=self.device) for s in shapes]
@@ -634,7 +656,7 @@ def public_best_response(game: PublicTreeGame, policy: Sequence[Tensor], player:
     """Value of a best response of ``player`` against ``policy`` (the other player's
     strategy is read from ``policy``: per round [S_r, P_r, B_r, H]), summed over the root
     hands: an expected payoff in the units of the game's terminal values."""
-    return float(public_pass(game, policy, player, "br").sum())
+    return root_total(game, public_pass(game, policy, player, "br"))
 
 
 def public_exploitability(game: PublicTreeGame, policy: Sequence[Tensor], *,
@@ -645,7 +667,7 @@ def public_exploitability(game: PublicTreeGame, policy: Sequence[Tensor], *,
     ``with_policy_values=False`` skips the profile's values (two of the four passes; the
     exploitability needs only the best responses): ``policy_values`` is then ``None``."""
     br = [public_best_response(game, policy, p) for p in (0, 1)]
-    values = ([float(public_pass(game, policy, p, "eval").sum()) for p in (0, 1)]
+    values = ([root_total(game, public_pass(game, policy, p, "eval")) for p in (0, 1)]
               if with_policy_values else None)
     nash_conv = br[0] + br[1]
     if not all(math.isfinite(v) for v in br + (values or [])):

@@ -1,0 +1,230 @@
+"""Numeral211 as a public-tree game over suit-isomorphic *classes* (per-class storage).
+
+:class:`Numeral211PublicGame` carries one entry per (canonical board, hand): 1 x 780 /
+10 x 780 / 190 x 780 cells per round (148,200 on the turn).  Suit isomorphism makes many of
+them equal: every (board, hand) of one orbit under the suit permutations has the same reach,
+values, regrets and strategy whenever the strategies are suit-symmetric, which the solver's
+iterates are (in exact arithmetic).  :class:`Numeral211ClassGame` keeps one entry per
+isomorphic class instead (100 / 2,260 / 62,020): every round has one "board" (``B_r = 1``)
+and ``C_r`` "hands" (``hands_per_round``), so round r's tensors are ``[S_r, P_r, 1, C_r]``.
+
+An entry holds the value of *one member* of its class (the class representative: its first
+(canonical board, hand) cell in :meth:`~.isomorphism.Isomorphism.class_table` order), so the
+regrets are those of :class:`Numeral211PublicGame` at the representative cell; the root sum
+over hands weighs each preflop class by its size (``root_weights``).
+
+* chance forward: a class's reach is its parent class's (same hand, the board without its
+  last card); chance backward: a class's value sums, over every concrete new card, the value
+  of the class the (board + card, hand) falls in (``1 / cards left`` each; clashing cards 0);
+* folds and showdowns expand the opponent's class reach to the canonical cells, run the cell
+  game's card-removal products and sort sweeps, and read the result at the representatives
+  only (the sweep's last lookups run over 62,020 instead of 148,200 entries).
+
+Exact for suit-symmetric strategies, which is what the solver iterates and what
+:func:`~.solver.exploitability` evaluates (it reads a policy at the class representatives).
+Nothing here knows betting or CFR; sampled iterations (``chance_children``) are not offered:
+they run on the cell game.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from tensorcfr.games.numeral211.public_game import Numeral211PublicGame
+
+__all__ = ["Numeral211ClassGame"]
+
+
+class Numeral211ClassGame:
+    """The per-class public-tree description of the variant of ``cells`` (a
+    :class:`Numeral211PublicGame`, whose betting, stakes and showdown tables it reuses)."""
+
+    chunk_elements: int = 2**22
+    """Largest temporary of a fold or showdown chunk (elements; 16 MiB in float32): below
+    glibc's 32 MiB mmap ceiling, so freed chunks are reused instead of page-faulted anew."""
+
+    def __init__(self, cells: Numeral211PublicGame) -> None:
+        self.cells = cells
+        self.config = cells.config
+        self.dtype = cells.dtype
+        self.device = cells.device
+        self.iso = cells.iso
+        self.betting = cells.betting
+        self.rounds = cells.rounds
+        self.prefixes = cells.prefixes
+        rounds = self.config.num_rounds
+        self.num_boards = [1] * rounds
+        h = cells.num_hands
+        dev = self.device
+        self.class_tables: list[np.ndarray] = []
+        self.hands_per_round: list[int] = []
+        self._rep_cell: list[Tensor] = []  # [C_r] flat (board * H + hand) of the representative
+        self._expand: list[Tensor] = []  # [B_r * H] class of every cell, C_r where clashing
+        for r in range(rounds):
+            table, count = self.iso.class_table(r)
+            flat = table.reshape(-1)
+            ok = np.flatnonzero(flat >= 0)
+            _, first = np.unique(flat[ok], return_index=True)
+            self.class_tables.append(table)
+            self.hands_per_round.append(int(count))
+            self._rep_cell.append(torch.as_tensor(ok[first], device=dev))
+            self._expand.append(torch.as_tensor(np.where(flat >= 0, flat, count), device=dev))
+        self.num_hands = max(self.hands_per_round)
+        sizes0 = np.bincount(self.class_tables[0][self.class_tables[0] >= 0],
+                             minlength=self.hands_per_round[0])
+        self._root_weights = torch.as_tensor(sizes0[None, :], dtype=self.dtype, device=dev)
+        # chance: parent class of every class, and the classes below every class per card
+        self._parent_class: list[Tensor | None] = [None]
+        self._children: list[tuple[Tensor, float] | None] = [None]
+        for r in range(1, rounds):
+            reps = self._rep_cell[r].cpu().numpy()
+            board, hand = reps // h, reps % h
+            parent_board = cells._parent_of[r].cpu().numpy()[board]
+            parent = self.class_tables[r - 1][parent_board, hand]
+            assert (parent >= 0).all()
+            self._parent_class.append(torch.as_tensor(parent, device=dev))
+            trans_parent, trans_child, perm = self.iso.transitions(r)
+            prev = self._rep_cell[r - 1].cpu().numpy()
+            pb, ph = prev // h, prev % h
+            # every parent board has the same number of concrete next cards
+            order = np.argsort(trans_parent, kind="stable")
+            per_board = len(trans_parent) // self.iso.num_boards(r - 1)
+            rows = order.reshape(self.iso.num_boards(r - 1), per_board)  # [B_{r-1}, T]
+            my_rows = rows[pb]  # [C_{r-1}, T] transition rows of each parent class
+            child_board = trans_child[my_rows]
+            child_hand = perm[my_rows, ph[:, None]]
+            child_class = self.class_tables[r][child_board, child_hand]
+            count = self.hands_per_round[r]
+            index = np.where(child_class >= 0, child_class, count)
+            _, _, weight = cells._trans[r]
+            self._children.append((torch.as_tensor(index.reshape(-1), device=dev), weight))
+        self._build_sweep()
+
+    def _build_sweep(self) -> None:
+        """Index tables of the showdown sweep over class entries: the cell game's sort
+        orders and per-card lists with every cell replaced by its class (clashing cells by
+        the zero pad entry ``C``), and the nine partial-sum lookups at the representatives
+        only, split between the all-hands sums ``cs`` and the per-card sums ``ccs``."""
+        cells = self.cells
+        last = self.config.num_rounds - 1
+        expand = self._expand[last]
+        sweep = cells._sweep
+        card_off = cells.num_boards[last] * (cells.num_hands + 1)
+        rep = self._rep_cell[last]
+        plus = sweep["plus"].reshape(4, -1).index_select(1, rep)
+        minus = sweep["minus"].reshape(5, -1).index_select(1, rep)
+        self._sweep = {
+            "order": expand.index_select(0, sweep["order"]),
+            "card_hands": expand.index_select(0, sweep["card_hands"]),
+            # main sums: + cs[lo] + cs[hi] - cs[end]; card sums: + ccs[end1] + ccs[end2]
+            # - ccs[lo1] - ccs[hi1] - ccs[lo2] - ccs[hi2]  (weaker - stronger, ties out)
+            "main_plus": plus[:2].reshape(-1), "main_minus": minus[:1].reshape(-1),
+            "card_plus": (plus[2:] - card_off).reshape(-1),
+            "card_minus": (minus[1:] - card_off).reshape(-1),
+        }
+        assert int(self._sweep["card_minus"].min()) >= 0
+
+    def _win_minus_lose(self, opp: Tensor) -> Tensor:
+        """Opponent class reach [X, C] -> [X, C]: compatible weaker minus stronger opponent
+        reach of every class's representative hand (the sweep of
+        :meth:`Numeral211PublicGame._win_minus_lose`, gathering straight from the classes)."""
+        cells = self.cells
+        sw = self._sweep
+        last = self.config.num_rounds - 1
+        x = opp.shape[0]
+        b, h, n = cells.num_boards[last], cells.num_hands, self.config.num_cards
+        padded = torch.nn.functional.pad(opp, (0, 1))
+        cs = cells._padded_cumsum(padded.index_select(1, sw["order"]).reshape(x, b, h))
+        cs = cs.reshape(x, -1)
+        out = cs.index_select(1, sw["main_plus"]).reshape(x, 2, -1).sum(1)
+        out.sub_(cs.index_select(1, sw["main_minus"]))
+        del cs
+        ccs = cells._padded_cumsum(padded.index_select(1, sw["card_hands"]).reshape(
+            x, b * n, n - 1)).reshape(x, -1)
+        out.add_(ccs.index_select(1, sw["card_plus"]).reshape(x, 2, -1).sum(1))
+        out.sub_(ccs.index_select(1, sw["card_minus"]).reshape(x, 4, -1).sum(1))
+        return out
+
+    # ------------------------------------------------------------------ helpers
+    def root_weights(self) -> Tensor:
+        """[B_0, H_0]: concrete hands each root entry stands for (the preflop class sizes)."""
+        return self._root_weights
+
+    def _to_cells(self, r: int, x: Tensor) -> Tensor:
+        """Class entries [X, 1, C_r] -> canonical cells [X, B_r, H] (0 where clashing)."""
+        lead = x.shape[0]
+        padded = torch.nn.functional.pad(x.reshape(lead, -1), (0, 1))
+        return padded.index_select(1, self._expand[r]).reshape(
+            lead, self.cells.num_boards[r], self.cells.num_hands)
+
+    def _at_representatives(self, r: int, cells: Tensor) -> Tensor:
+        """Canonical cells [X, B_r, H] -> class entries [X, 1, C_r] (representatives)."""
+        lead = cells.shape[0]
+        return cells.reshape(lead, -1).index_select(1, self._rep_cell[r]).reshape(lead, 1, -1)
+
+    def workspace_bytes(self, element_size: int) -> int:
+        """Temporary memory of folds, showdowns and chance sums (bytes): the cell game's
+        workspace (the sweep runs on expanded cells, a chunk of rows at a time)."""
+        return self.cells.workspace_bytes(element_size)
+
+    # ------------------------------------------------------------------ protocol
+    def initial_reach(self) -> Tensor:
+        """[1, C_0] ones."""
+        return torch.ones((1, self.hands_per_round[0]), dtype=self.dtype, device=self.device)
+
+    def chance_forward(self, r: int, reach: Tensor) -> Tensor:
+        """Reach [X, 1, C_{r-1}] -> [X, 1, C_r]: each class takes its parent class's reach."""
+        parent = self._parent_class[r]
+        assert parent is not None
+        return reach.index_select(2, parent)
+
+    def chance_backward(self, r: int, values: Tensor) -> Tensor:
+        """Values [X, 1, C_r] -> [X, 1, C_{r-1}]: (1 / cards left) x the sum over every
+        concrete new card of the value of the class (board + card, hand) falls in."""
+        children = self._children[r]
+        assert children is not None
+        index, weight = children
+        lead = values.shape[0]
+        count = self.hands_per_round[r - 1]
+        padded = torch.nn.functional.pad(values.reshape(lead, -1), (0, 1))
+        out = torch.empty((lead, count), dtype=values.dtype, device=values.device)
+        chunk = max(1, int(2**25 // max(1, index.numel())))
+        for start in range(0, lead, chunk):
+            part = padded[start:start + chunk].index_select(1, index)
+            torch.sum(part.reshape(part.shape[0], count, -1), dim=2,
+                      out=out[start:start + chunk])
+        return out.mul_(weight).reshape(lead, 1, count)
+
+    def terminal_values(self, r: int, k: int, player: int, opp_reach: Tensor) -> Tensor:
+        """Fold k of round r [P_r, 1, C_r]: +-stake x compatible opponent reach x the deal
+        probability, computed on the expanded cells and read at the representatives."""
+        cells = self.cells
+        folder = cells.betting[r].fold_player[k]
+        stake = cells._fold_stake[r][k] * (cells.deal_factor if folder != player
+                                           else -cells.deal_factor)
+        rows = opp_reach.shape[0]
+        out = torch.empty_like(opp_reach)
+        chunk = max(1, int(self.chunk_elements // max(1, self._expand[r].numel())))
+        for start in range(0, rows, chunk):
+            part = self._to_cells(r, opp_reach[start:start + chunk])
+            out[start:start + chunk] = self._at_representatives(r, cells._compatible_sum(part))
+        return out.mul_(stake[:, None, None])
+
+    def final_values(self, player: int, opp_reach: Tensor) -> Tensor:
+        """Showdowns [E, P, 1, C]: stake x (compatible weaker - stronger opponent reach) x
+        the deal probability (the cell game's sort sweep on expanded cells, read at the
+        representatives)."""
+        cells = self.cells
+        last = self.config.num_rounds - 1
+        e, p = opp_reach.shape[:2]
+        count = self.hands_per_round[last]
+        flat = opp_reach.reshape(e * p, 1, count)
+        flat = flat.reshape(e * p, count)
+        out = torch.empty((e * p, count), dtype=opp_reach.dtype, device=opp_reach.device)
+        chunk = max(1, int(self.chunk_elements // max(1, self._sweep["card_hands"].numel())))
+        for start in range(0, e * p, chunk):
+            out[start:start + chunk] = self._win_minus_lose(flat[start:start + chunk])
+        out = out.reshape(e, p, 1, count)
+        return out.mul_((cells._showdown_stake * cells.deal_factor)[:, :, None, None])
