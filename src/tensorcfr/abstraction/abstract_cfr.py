@@ -3,6 +3,8 @@
 Works on any :class:`tensorcfr.core.public_tree.PublicTreeGame` whose cells (board, hand) of
 round r are grouped in *classes* (``cell_class[r]`` [B_r, H], -1 for impossible cells; e.g.
 suit-isomorphic classes) and whose canonical boards stand for ``board_weight[r]`` [B_r]
+(or whose cells stand for ``board_weight[r]`` [B_r, H_r] concrete infosets each, e.g. a
+game whose "hands" are the classes themselves)
 concrete boards.  Per round an *embedding* maps classes to ``m_r`` "advisors":
 
 * a bucket map (int [C_r] class -> bucket): classic abstraction (a one-hot Phi);
@@ -39,7 +41,7 @@ import torch
 from torch import Tensor
 
 from tensorcfr.core.public_tree import BoardSample, BoardSampling, PublicTreeGame, \
-    normalize_dense, parse_sampling, public_pass, regret_matching_dense
+    normalize_dense, parse_sampling, public_pass, regret_matching_dense, round_hands
 from tensorcfr.core.regret import CFRVariant, average_decay
 from tensorcfr.errors import TensorCFRError
 
@@ -143,7 +145,8 @@ class _Buffers:
 class AbstractCFR:
     """CFR over advisors (buckets or Embedding CFR) with full-sweep counterfactual values.
 
-    ``game``: the full game; ``cell_class[r]`` [B_r, H] long; ``board_weight[r]`` [B_r];
+    ``game``: the full game; ``cell_class[r]`` [B_r, H_r] long; ``board_weight[r]`` [B_r]
+    (concrete boards per canonical board) or [B_r, H_r] (concrete infosets per cell);
     ``embeddings[r]``: :class:`Embedding` per round; ``algo``: ``cfr`` (vanilla, the paper's)
     or ``cfr+``; ``averaging``: ``"reach"`` or ``"uniform"`` (see the module docstring);
     ``sampling``: ``None`` (exact full sweeps), a
@@ -171,11 +174,11 @@ class AbstractCFR:
         self.prefixes = [1]
         for tmpl in rounds[:-1]:
             self.prefixes.append(self.prefixes[-1] * tmpl.num_exits)
-        h = game.num_hands
         self._tables: list[Tensor] = []  # [B_r, H] class per cell (C_r: impossible)
         self._cell_weight: list[Tensor] = []  # [B_r * H] board weight per cell (0: impossible)
         self.embeddings: list[Embedding] = []
         for r, (table, weights, emb) in enumerate(zip(cell_class, board_weight, embeddings)):
+            h = round_hands(game, r)
             table = np.asarray(table).reshape(game.num_boards[r], h)
             if table.size and table.max() >= emb.num_classes:
                 raise TensorCFRError(f"round {r}: the embedding covers {emb.num_classes} "
@@ -183,7 +186,9 @@ class AbstractCFR:
             # every cell's class, impossible cells -> a spare class C (dropped after sums)
             padded = np.where(table >= 0, table, emb.num_classes).astype(np.int64)
             self._tables.append(torch.as_tensor(padded, device=self.device))
-            cell_w = np.where(table >= 0, np.asarray(weights, dtype=np.float64)[:, None], 0.0)
+            weights = np.asarray(weights, dtype=np.float64)
+            weights = weights[:, None] if weights.ndim == 1 else weights.reshape(table.shape)
+            cell_w = np.where(table >= 0, weights, 0.0)
             self._cell_weight.append(torch.as_tensor(cell_w.reshape(-1), dtype=dtype,
                                                      device=self.device))
             self.embeddings.append(emb.to(dtype, self.device))
@@ -193,8 +198,9 @@ class AbstractCFR:
                         for t, p, e in zip(rounds, self.prefixes, self.embeddings)]
         self.average = [torch.zeros_like(x) for x in self.regrets]
         self.advisor_strategy = [torch.zeros_like(x) for x in self.regrets]
-        self._cell_shapes = [(t.num_slots, p, b, h)
-                             for t, p, b in zip(rounds, self.prefixes, game.num_boards)]
+        self._cell_shapes = [(t.num_slots, p, b, round_hands(game, r))
+                             for r, (t, p, b) in enumerate(zip(rounds, self.prefixes,
+                                                               game.num_boards))]
         # the full-game strategy of the current iterate (exact sweeps only; sampled
         # iterations form the drawn cells' strategies on the fly)
         self.cell_strategy = [] if self.sampling is not None else [
@@ -239,8 +245,14 @@ class AbstractCFR:
         return [self.embeddings[r].down(a) for r, a in enumerate(advisor)]
 
     def cell_policy(self, per_class: Sequence[Tensor]) -> list[Tensor]:
-        """Class strategies [S_r, P_r, C_r] -> full-game policy [S_r, P_r, B_r, H] (uniform
-        on impossible cells)."""
+        """Class strategies [S_r, P_r, C_r] -> full-game policy (by default
+        :meth:`pass_policy`; a subclass whose game is a compact view of a larger game returns
+        the larger game's layout here)."""
+        return self.pass_policy(per_class)
+
+    def pass_policy(self, per_class: Sequence[Tensor]) -> list[Tensor]:
+        """Class strategies [S_r, P_r, C_r] -> policy of :attr:`game` [S_r, P_r, B_r, H_r]
+        (what :func:`public_pass` on ``game`` takes; uniform on impossible cells)."""
         out = []
         for r, pol in enumerate(per_class):
             cells = torch.empty(self._cell_shapes[r], dtype=self.dtype, device=self.device)

@@ -100,7 +100,23 @@ class Numeral211ClassGame:
             index = np.where(child_class >= 0, child_class, count)
             _, _, weight = cells._trans[r]
             self._children.append((torch.as_tensor(index.reshape(-1), device=dev), weight))
+        self._build_fold_tables()
         self._build_sweep()
+
+    def _build_fold_tables(self) -> None:
+        """Per round: for every class, its board and the flat (board * N + card) positions
+        of its representative hand's two cards (the card-removal lookups of folds)."""
+        cells = self.cells
+        h, n = cells.num_hands, self.config.num_cards
+        c1 = cells._hand_c1.cpu().numpy()
+        c2 = cells._hand_c2.cpu().numpy()
+        self._fold: list[dict[str, Tensor]] = []
+        for r in range(self.config.num_rounds):
+            reps = self._rep_cell[r].cpu().numpy()
+            board, hand = reps // h, reps % h
+            t = lambda a: torch.as_tensor(np.ascontiguousarray(a), device=self.device)  # noqa: E731
+            self._fold.append({"board": t(board), "card1": t(board * n + c1[hand]),
+                               "card2": t(board * n + c2[hand])})
 
     def _build_sweep(self) -> None:
         """Index tables of the showdown sweep over class entries: the cell game's sort
@@ -208,9 +224,23 @@ class Numeral211ClassGame:
         out = torch.empty_like(opp_reach)
         chunk = max(1, int(self.chunk_elements // max(1, self._expand[r].numel())))
         for start in range(0, rows, chunk):
-            part = self._to_cells(r, opp_reach[start:start + chunk])
-            out[start:start + chunk] = self._at_representatives(r, cells._compatible_sum(part))
+            out[start:start + chunk, 0] = self._compatible_sum(r, opp_reach[start:start + chunk])
         return out.mul_(stake[:, None, None])
+
+    def _compatible_sum(self, r: int, opp_reach: Tensor) -> Tensor:
+        """Opponent class reach [X, 1, C_r] -> [X, C_r]: the reach summed over the
+        opponent hands that share no card with each class's representative hand (total of
+        its board - hands holding either card + itself; the per-card sums are one product
+        with the cells' hand x card incidence)."""
+        cells = self.cells
+        fold = self._fold[r]
+        x = opp_reach.shape[0]
+        per_card = (self._to_cells(r, opp_reach) @ cells._incidence).reshape(x, -1)  # [X, B*N]
+        total = per_card.reshape(x, cells.num_boards[r], -1).sum(-1).mul_(0.5)  # [X, B]
+        out = total.index_select(1, fold["board"])
+        out.sub_(per_card.index_select(1, fold["card1"]))
+        out.sub_(per_card.index_select(1, fold["card2"]))
+        return out.add_(opp_reach.reshape(x, -1))
 
     def final_values(self, player: int, opp_reach: Tensor) -> Tensor:
         """Showdowns [E, P, 1, C]: stake x (compatible weaker - stronger opponent reach) x
