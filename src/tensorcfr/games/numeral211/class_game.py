@@ -32,7 +32,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from tensorcfr.games.numeral211.public_game import Numeral211PublicGame
+from tensorcfr.games.numeral211.evaluator import board_hand_values
+from tensorcfr.games.numeral211.public_game import Numeral211PublicGame, _sorted_groups
 
 __all__ = ["Numeral211ClassGame"]
 
@@ -119,10 +120,10 @@ class Numeral211ClassGame:
                                "card2": t(board * n + c2[hand])})
 
     def _build_sweep(self) -> None:
-        """Index tables of the showdown sweep over class entries: the cell game's sort
-        orders and per-card lists with every cell replaced by its class (clashing cells by
-        the zero pad entry ``C``), and the nine partial-sum lookups at the representatives
-        only, split between the all-hands sums ``cs`` and the per-card sums ``ccs``."""
+        """Index tables of the showdown sweep over class entries: the all-hands sums over
+        each board's classes sorted by strength (:meth:`_class_sort`), the cell game's
+        per-card lists with every cell replaced by its class (clashing cells by the zero pad
+        entry ``C``), and the partial-sum lookups at the representatives only."""
         cells = self.cells
         last = self.config.num_rounds - 1
         expand = self._expand[last]
@@ -131,16 +132,52 @@ class Numeral211ClassGame:
         rep = self._rep_cell[last]
         plus = sweep["plus"].reshape(4, -1).index_select(1, rep)
         minus = sweep["minus"].reshape(5, -1).index_select(1, rep)
+        main = self._class_sort(last)
+        # main sums: + cs[lo] + cs[hi] - cs[end]; card sums: + ccs[end1] + ccs[end2]
+        # - ccs[lo1] - ccs[hi1] - ccs[lo2] - ccs[hi2]  (weaker - stronger, ties out)
         self._sweep = {
-            "order": expand.index_select(0, sweep["order"]),
+            "order": main["order"], "size": main["size"],
+            "main_plus": main["plus"], "main_minus": main["minus"],
             "card_hands": expand.index_select(0, sweep["card_hands"]),
-            # main sums: + cs[lo] + cs[hi] - cs[end]; card sums: + ccs[end1] + ccs[end2]
-            # - ccs[lo1] - ccs[hi1] - ccs[lo2] - ccs[hi2]  (weaker - stronger, ties out)
-            "main_plus": plus[:2].reshape(-1), "main_minus": minus[:1].reshape(-1),
             "card_plus": (plus[2:] - card_off).reshape(-1),
             "card_minus": (minus[1:] - card_off).reshape(-1),
         }
         assert int(self._sweep["card_minus"].min()) >= 0
+
+    def _class_sort(self, r: int) -> dict[str, Tensor]:
+        """The all-hands part of the sweep over classes: per board its classes sorted by
+        hand strength (padded to the largest board's count with the zero entry ``C``),
+        each weighted by its hands on the board; the partial-sum lookups of every class
+        (weaker = before its tie group, stronger = after it)."""
+        cells = self.cells
+        h = cells.num_hands
+        table = self.class_tables[r]
+        count = self.hands_per_round[r]
+        reps = self._rep_cell[r].cpu().numpy()
+        board = reps // h
+        strength = board_hand_values(self.config, self.iso.boards[r]).reshape(-1)[reps]
+        size = np.bincount(table[table >= 0], minlength=count).astype(np.float64)
+        per_board = np.bincount(board, minlength=len(table))
+        width = int(per_board.max())
+        order = np.lexsort((strength, board))  # classes by board, then strength
+        start = np.cumsum(per_board) - per_board
+        slot = np.arange(count) - start[board[order]]
+        sorted_cls = np.full((len(table), width), count, dtype=np.int64)
+        sorted_val = np.full((len(table), width), strength.max() + 1, dtype=strength.dtype)
+        sorted_cls[board[order], slot] = order
+        sorted_val[board[order], slot] = strength[order]
+        _, lo, hi = _sorted_groups(sorted_val)  # already sorted: identity order
+        position = np.empty(count, dtype=np.int64)
+        position[order] = slot
+        base = board * (width + 1)
+        t = lambda a: torch.as_tensor(np.ascontiguousarray(a), device=self.device)  # noqa: E731
+        padded_size = np.append(size, 0.0)[sorted_cls]
+        return {"order": t(sorted_cls.reshape(-1)),
+                "size": torch.as_tensor(padded_size.reshape(-1), dtype=self.dtype,
+                                        device=self.device),
+                "plus": t(np.stack([base + lo[board, position],
+                                    base + hi[board, position]]).reshape(-1)),
+                "minus": t(base + width)}
 
     def _win_minus_lose(self, opp: Tensor) -> Tensor:
         """Opponent class reach [X, C] -> [X, C]: compatible weaker minus stronger opponent
@@ -152,7 +189,8 @@ class Numeral211ClassGame:
         x = opp.shape[0]
         b, h, n = cells.num_boards[last], cells.num_hands, self.config.num_cards
         padded = torch.nn.functional.pad(opp, (0, 1))
-        cs = cells._padded_cumsum(padded.index_select(1, sw["order"]).reshape(x, b, h))
+        cs = cells._padded_cumsum(padded.index_select(1, sw["order"]).mul_(sw["size"]).reshape(
+            x, b, -1))
         cs = cs.reshape(x, -1)
         out = cs.index_select(1, sw["main_plus"]).reshape(x, 2, -1).sum(1)
         out.sub_(cs.index_select(1, sw["main_minus"]))
