@@ -596,9 +596,16 @@ def public_pass(game: PublicTreeGame, strategy: Sequence[Tensor], player: int, m
                         opp_reach = opp_reach * strategy[r][offsets[j] + a]
                     child_values.append(game.terminal_values(r, idx, player, opp_reach, **kw))
             if acting != player:
-                value = child_values[0].clone()
+                # each child value is used once (exits and nodes appear once per template,
+                # terminals are fresh): summing into the first one in place is safe
+                value = child_values[0]
                 for cv in child_values[1:]:
                     value.add_(cv)
+            elif mode == "eval":
+                sigma = strategy[r][sl]
+                value = child_values[0] * sigma[0]
+                for a in range(1, len(child_values)):
+                    value.addcmul_(child_values[a], sigma[a])
             else:
                 stacked = torch.stack(child_values)
                 if mode == "br":
@@ -610,15 +617,18 @@ def public_pass(game: PublicTreeGame, strategy: Sequence[Tensor], player: int, m
                         best_response[r][sl] = onehot
                 else:
                     sigma = strategy[r][sl]
-                    value = (stacked * sigma).sum(0)
-                    if mode == "cfr" and solver is not None:
+                    value = stacked[0] * sigma[0]
+                    for a in range(1, len(child_values)):
+                        value.addcmul_(stacked[a], sigma[a])
+                    if solver is not None:
                         t = solver.iteration
                         stacked.sub_(value)
                         regrets = solver.regrets[r][sl]
                         update_regrets(regrets, stacked, solver.variant, t, out=regrets)
                         average = solver.average[r][sl]
-                        update_average(average, sigma * here[player], solver.variant, t,
-                                       out=average)
+                        # the instantaneous regrets are spent: reuse their buffer
+                        weighted = torch.mul(sigma, here[player], out=stacked)
+                        update_average(average, weighted, solver.variant, t, out=average)
                 del stacked
             node_values[j] = value
             del child_values
