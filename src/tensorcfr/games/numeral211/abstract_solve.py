@@ -56,6 +56,16 @@ class ClassStorageAbstractCFR(AbstractCFR):
         super().__init__(per_class, tables, weights, embeddings, algo=algo,
                          averaging=averaging, dtype=game.dtype, device=game.device)
 
+    def _cells_to_classes(self, r: int, x: Tensor) -> Tensor:
+        """[S, P, 1, C] -> [S, P, C]: each entry times its class's concrete infosets (the
+        pass's entries are the classes: no sum over cells)."""
+        s, p = x.shape[:2]
+        return x.reshape(s, p, -1) * self._cell_weight[r]
+
+    def _classes_to_cells(self, r: int, x: Tensor, out: Tensor, fill: float = 0.0) -> None:
+        """Class strategies [S', P, C] into the pass's entries ``out`` [S', P, 1, C]."""
+        out.view(x.shape).copy_(x)
+
     def cell_policy(self, per_class: Sequence[Tensor]) -> list[Tensor]:
         """Class strategies [S_r, P_r, C_r] -> full-game policy [S_r, P_r, B_r, H]."""
         return class_policy(self.cell_game, [p.detach().cpu() for p in per_class])
