@@ -56,6 +56,10 @@ class Numeral211ClassGame:
     """Largest temporary of a fold or showdown chunk (elements; 16 MiB in float32): below
     glibc's 32 MiB mmap ceiling, so freed chunks are reused instead of page-faulted anew."""
 
+    board_major: bool = True
+    """Showdowns with the rows innermost (:meth:`_showdown_by_boards`) or row-major
+    (:meth:`_win_minus_lose`); the same numbers up to rounding."""
+
     def __init__(self, cells: Numeral211PublicGame) -> None:
         self.cells = cells
         self.config = cells.config
@@ -153,6 +157,75 @@ class Numeral211ClassGame:
             "card_minus": (minus[1:] - card_off).reshape(-1),
         }
         assert int(self._sweep["card_minus"].min()) >= 0
+        self._build_board_major(main, card_off)
+
+    def _build_board_major(self, main: dict[str, Tensor], card_off: int) -> None:
+        """Tables of the board-major showdown (:meth:`_showdown_by_boards`): per board the
+        rows to gather (its sorted classes, its per-card lists) and, per class, its
+        lookups relative to its own board's block."""
+        cells = self.cells
+        last = self.config.num_rounds - 1
+        b = cells.num_boards[last]
+        n = self.config.num_cards
+        width = main["order"].numel() // b
+        rep = self._rep_cell[last]
+        board = rep // cells.num_hands  # [C]; classes are numbered board by board
+        sw = self._sweep
+        main_block = width + 1
+        card_block = n * n  # N lists of M + 1 = N partial sums per board
+        main_local = torch.cat([sw["main_plus"].reshape(2, -1), sw["main_minus"].reshape(1, -1)]
+                               ) - board * main_block
+        card_local = torch.cat([sw["card_plus"].reshape(2, -1), sw["card_minus"].reshape(4, -1)]
+                               ) - board * card_block
+        assert int(main_local.min()) >= 0 and int(main_local.max()) < main_block
+        assert int(card_local.min()) >= 0 and int(card_local.max()) < card_block
+        counts = torch.bincount(board, minlength=b)
+        assert bool((board[1:] >= board[:-1]).all())
+        self._by_board = {"main_rows": main["order"].reshape(b, width),
+                          "size": main["size"].reshape(b, width),
+                          "card_rows": sw["card_hands"].reshape(b, n * (n - 1)),
+                          "main_local": main_local, "card_local": card_local,
+                          "first_class": torch.cumsum(counts, 0) - counts, "counts": counts,
+                          "board": board, "width": width}
+
+    def _showdown_by_boards(self, opp: Tensor) -> Tensor:
+        """Opponent class reach [X, C] -> [X, C] like :meth:`_win_minus_lose`, with the rows
+        X innermost: the classes' reach is transposed once to [C, X], so every gather copies
+        whole rows of X numbers and the cumulative sums run over a few boards at a time."""
+        bb = self._by_board
+        x, count = opp.shape
+        n = self.config.num_cards
+        width = bb["width"]
+        rows = torch.empty((count + 1, x), dtype=opp.dtype, device=opp.device)
+        rows[:count] = opp.t()
+        rows[count] = 0
+        out = torch.empty((count, x), dtype=opp.dtype, device=opp.device)
+        per_board = (width + 1 + n * n) * x
+        step = max(1, int(self.chunk_elements // max(1, per_board)))
+        nb_total = len(bb["counts"])
+        for b0 in range(0, nb_total, step):
+            b1 = min(nb_total, b0 + step)
+            nb = b1 - b0
+            main = torch.zeros((nb, width + 1, x), dtype=opp.dtype, device=opp.device)
+            main[:, 1:] = rows.index_select(0, bb["main_rows"][b0:b1].reshape(-1)).mul_(
+                bb["size"][b0:b1].reshape(-1, 1)).view(nb, width, x)
+            main = main.cumsum_(1).view(-1, x)
+            card = torch.zeros((nb * n, n, x), dtype=opp.dtype, device=opp.device)
+            card[:, 1:] = rows.index_select(0, bb["card_rows"][b0:b1].reshape(-1)).view(
+                nb * n, n - 1, x)
+            card = card.cumsum_(1).view(-1, x)
+            c0 = int(bb["first_class"][b0])
+            c1 = int(bb["first_class"][b1 - 1] + bb["counts"][b1 - 1])
+            rel = bb["board"][c0:c1] - b0
+            m = bb["main_local"][:, c0:c1] + rel * (width + 1)
+            c = bb["card_local"][:, c0:c1] + rel * (n * n)
+            acc = main.index_select(0, m[0])
+            acc.add_(main.index_select(0, m[1])).sub_(main.index_select(0, m[2]))
+            acc.add_(card.index_select(0, c[0])).add_(card.index_select(0, c[1]))
+            for k in range(2, 6):
+                acc.sub_(card.index_select(0, c[k]))
+            out[c0:c1] = acc
+        return out.t()
 
     def _class_sort(self, r: int) -> dict[str, Tensor]:
         """The all-hands part of the sweep over classes: per board its classes sorted by
@@ -297,11 +370,13 @@ class Numeral211ClassGame:
         last = self.config.num_rounds - 1
         e, p = opp_reach.shape[:2]
         count = self.hands_per_round[last]
-        flat = opp_reach.reshape(e * p, 1, count)
-        flat = flat.reshape(e * p, count)
-        out = torch.empty((e * p, count), dtype=opp_reach.dtype, device=opp_reach.device)
-        chunk = max(1, int(self.chunk_elements // max(1, self._sweep["card_hands"].numel())))
-        for start in range(0, e * p, chunk):
-            out[start:start + chunk] = self._win_minus_lose(flat[start:start + chunk])
+        flat = opp_reach.reshape(e * p, count)
+        if self.board_major:
+            out = self._showdown_by_boards(flat).contiguous()
+        else:
+            out = torch.empty((e * p, count), dtype=opp_reach.dtype, device=opp_reach.device)
+            chunk = max(1, int(self.chunk_elements // max(1, self._sweep["card_hands"].numel())))
+            for start in range(0, e * p, chunk):
+                out[start:start + chunk] = self._win_minus_lose(flat[start:start + chunk])
         out = out.reshape(e, p, 1, count)
         return out.mul_((cells._showdown_stake * cells.deal_factor)[:, :, None, None])
