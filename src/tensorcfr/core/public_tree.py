@@ -601,6 +601,10 @@ def public_pass(game: PublicTreeGame, strategy: Sequence[Tensor], player: int, m
                 value = child_values[0]
                 for cv in child_values[1:]:
                     value.add_(cv)
+            elif mode == "br" and best_response is None:
+                value = child_values[0]  # used once (see above): the max runs in place
+                for cv in child_values[1:]:
+                    torch.maximum(value, cv, out=value)
             elif mode == "eval":
                 sigma = strategy[r][sl]
                 value = child_values[0] * sigma[0]
