@@ -38,6 +38,15 @@ from tensorcfr.games.numeral211.public_game import Numeral211PublicGame, _sorted
 __all__ = ["Numeral211ClassGame"]
 
 
+def _prefix_sums_(x: Tensor) -> Tensor:
+    """In-place cumulative sums along axis 1 of [A, L, X] (X contiguous): one vectorised
+    add of whole [A, X] slices per position (measured about 10x faster than
+    ``cumsum_(1)`` for L = 40, X = 729 on one CPU thread, torch 2.13)."""
+    for i in range(1, x.shape[1]):
+        x[:, i].add_(x[:, i - 1])
+    return x
+
+
 def _cumsum_from_zero(x: Tensor) -> Tensor:
     """Cumulative sums over the last axis with a leading 0: [..., L] -> [..., L+1], written
     straight into the padded buffer (measured 2-6x faster than the cell game's blocked
@@ -181,9 +190,14 @@ class Numeral211ClassGame:
         assert int(card_local.min()) >= 0 and int(card_local.max()) < card_block
         counts = torch.bincount(board, minlength=b)
         assert bool((board[1:] >= board[:-1]).all())
-        self._by_board = {"main_rows": main["order"].reshape(b, width),
-                          "size": main["size"].reshape(b, width),
-                          "card_rows": sw["card_hands"].reshape(b, n * (n - 1)),
+        count = self.hands_per_round[last]
+        # every list starts with the zero entry C: the gather lays out the exclusive sums
+        main_rows = torch.nn.functional.pad(main["order"].reshape(b, width), (1, 0),
+                                            value=count)
+        size = torch.nn.functional.pad(main["size"].reshape(b, width), (1, 0))
+        card_rows = torch.nn.functional.pad(sw["card_hands"].reshape(b * n, n - 1), (1, 0),
+                                            value=count).reshape(b, n * n)
+        self._by_board = {"main_rows": main_rows, "size": size, "card_rows": card_rows,
                           "main_local": main_local, "card_local": card_local,
                           "first_class": torch.cumsum(counts, 0) - counts, "counts": counts,
                           "board": board, "width": width}
@@ -206,25 +220,22 @@ class Numeral211ClassGame:
         for b0 in range(0, nb_total, step):
             b1 = min(nb_total, b0 + step)
             nb = b1 - b0
-            main = torch.zeros((nb, width + 1, x), dtype=opp.dtype, device=opp.device)
-            main[:, 1:] = rows.index_select(0, bb["main_rows"][b0:b1].reshape(-1)).mul_(
-                bb["size"][b0:b1].reshape(-1, 1)).view(nb, width, x)
-            main = main.cumsum_(1).view(-1, x)
-            card = torch.zeros((nb * n, n, x), dtype=opp.dtype, device=opp.device)
-            card[:, 1:] = rows.index_select(0, bb["card_rows"][b0:b1].reshape(-1)).view(
-                nb * n, n - 1, x)
-            card = card.cumsum_(1).view(-1, x)
+            main = rows.index_select(0, bb["main_rows"][b0:b1].reshape(-1)).mul_(
+                bb["size"][b0:b1].reshape(-1, 1))
+            # (hundreds of positions: one cumsum call beats a Python loop of slice adds)
+            main = main.view(nb, width + 1, x).cumsum_(1).view(-1, x)
+            card = rows.index_select(0, bb["card_rows"][b0:b1].reshape(-1))
+            card = _prefix_sums_(card.view(nb * n, n, x)).view(-1, x)
             c0 = int(bb["first_class"][b0])
             c1 = int(bb["first_class"][b1 - 1] + bb["counts"][b1 - 1])
             rel = bb["board"][c0:c1] - b0
             m = bb["main_local"][:, c0:c1] + rel * (width + 1)
             c = bb["card_local"][:, c0:c1] + rel * (n * n)
-            acc = main.index_select(0, m[0])
+            acc = torch.index_select(main, 0, m[0], out=out[c0:c1])
             acc.add_(main.index_select(0, m[1])).sub_(main.index_select(0, m[2]))
             acc.add_(card.index_select(0, c[0])).add_(card.index_select(0, c[1]))
             for k in range(2, 6):
                 acc.sub_(card.index_select(0, c[k]))
-            out[c0:c1] = acc
         return out.t()
 
     def _class_sort(self, r: int) -> dict[str, Tensor]:
