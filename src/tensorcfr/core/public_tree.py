@@ -605,35 +605,31 @@ def public_pass(game: PublicTreeGame, strategy: Sequence[Tensor], player: int, m
                 value = child_values[0]  # used once (see above): the max runs in place
                 for cv in child_values[1:]:
                     torch.maximum(value, cv, out=value)
-            elif mode == "eval":
+            elif mode == "br":
+                stacked = torch.stack(child_values)
+                best = stacked.max(0)
+                value = best.values
+                assert best_response is not None
+                onehot = torch.zeros_like(best_response[r][sl])
+                onehot.scatter_(0, best.indices.unsqueeze(0), 1.0)
+                best_response[r][sl] = onehot
+                del stacked
+            else:
                 sigma = strategy[r][sl]
                 value = child_values[0] * sigma[0]
                 for a in range(1, len(child_values)):
                     value.addcmul_(child_values[a], sigma[a])
-            else:
-                stacked = torch.stack(child_values)
-                if mode == "br":
-                    best = stacked.max(0)
-                    value = best.values
-                    if best_response is not None:
-                        onehot = torch.zeros_like(best_response[r][sl])
-                        onehot.scatter_(0, best.indices.unsqueeze(0), 1.0)
-                        best_response[r][sl] = onehot
-                else:
-                    sigma = strategy[r][sl]
-                    value = stacked[0] * sigma[0]
-                    for a in range(1, len(child_values)):
-                        value.addcmul_(stacked[a], sigma[a])
-                    if solver is not None:
-                        t = solver.iteration
-                        stacked.sub_(value)
-                        regrets = solver.regrets[r][sl]
-                        update_regrets(regrets, stacked, solver.variant, t, out=regrets)
-                        average = solver.average[r][sl]
-                        # the instantaneous regrets are spent: reuse their buffer
-                        weighted = torch.mul(sigma, here[player], out=stacked)
+                if mode == "cfr" and solver is not None:
+                    # the update rules are element-wise: one action slot at a time, each
+                    # child's values (used once) turned into its instantaneous regret in place
+                    t = solver.iteration
+                    for a, cv in enumerate(child_values):
+                        slot = sl.start + a
+                        regrets = solver.regrets[r][slot]
+                        update_regrets(regrets, cv.sub_(value), solver.variant, t, out=regrets)
+                        weighted = torch.mul(sigma[a], here[player], out=cv)
+                        average = solver.average[r][slot]
                         update_average(average, weighted, solver.variant, t, out=average)
-                del stacked
             node_values[j] = value
             del child_values
         next_values = node_values[0]
