@@ -139,8 +139,26 @@ class Numeral211ClassGame:
             reps = self._rep_cell[r].cpu().numpy()
             board, hand = reps // h, reps % h
             t = lambda a: torch.as_tensor(np.ascontiguousarray(a), device=self.device)  # noqa: E731
+            # each board's classes (numbered board by board), padded with the zero entry C,
+            # and how many of each class's hands on the board hold each card
+            table = self.class_tables[r]
+            count = self.hands_per_round[r]
+            per_board = np.bincount(board, minlength=len(table))
+            width = int(per_board.max())
+            first = np.cumsum(per_board) - per_board
+            members = np.full((len(table), width), count, dtype=np.int64)
+            slot = np.arange(count) - first[board]
+            members[board, slot] = np.arange(count)
+            incidence = np.zeros((len(table), width, n))
+            bb, hh = np.nonzero(table >= 0)
+            where = table[bb, hh] - first[bb]
+            np.add.at(incidence, (bb, where, c1[hh]), 1.0)
+            np.add.at(incidence, (bb, where, c2[hh]), 1.0)
             self._fold.append({"board": t(board), "card1": t(board * n + c1[hand]),
-                               "card2": t(board * n + c2[hand])})
+                               "card2": t(board * n + c2[hand]),
+                               "members": t(members.reshape(-1)), "width": width,
+                               "incidence": torch.as_tensor(incidence, dtype=self.dtype,
+                                                            device=self.device)})
 
     def _build_sweep(self) -> None:
         """Index tables of the showdown sweep over class entries: the all-hands sums over
@@ -361,12 +379,15 @@ class Numeral211ClassGame:
     def _compatible_sum(self, r: int, opp_reach: Tensor) -> Tensor:
         """Opponent class reach [X, 1, C_r] -> [X, C_r]: the reach summed over the
         opponent hands that share no card with each class's representative hand (total of
-        its board - hands holding either card + itself; the per-card sums are one product
-        with the cells' hand x card incidence)."""
+        its board - hands holding either card + itself; the per-card sums are one batched
+        product per board of its classes with their hands x card incidence)."""
         cells = self.cells
         fold = self._fold[r]
         x = opp_reach.shape[0]
-        per_card = (self._to_cells(r, opp_reach) @ cells._incidence).reshape(x, -1)  # [X, B*N]
+        padded = torch.nn.functional.pad(opp_reach.reshape(x, -1), (0, 1))
+        by_board = padded.index_select(1, fold["members"]).reshape(x, cells.num_boards[r],
+                                                                    fold["width"])
+        per_card = torch.einsum("xbk,bkn->xbn", by_board, fold["incidence"]).reshape(x, -1)
         total = per_card.reshape(x, cells.num_boards[r], -1).sum(-1).mul_(0.5)  # [X, B]
         out = total.index_select(1, fold["board"])
         out.sub_(per_card.index_select(1, fold["card1"]))
