@@ -114,7 +114,10 @@ class Embedding:
         for j in range(self.index.shape[0]):
             # gather, not index_select: the latter is several times slower on the last
             # axis of a 3-d tensor
-            term = torch.gather(x, -1, self.index[j].expand(shape)) * self.weight[j]
+            term = torch.gather(x, -1, self.index[j].expand(shape))
+            weight = self.weight[j]
+            if not bool((weight == 1).all()):  # one-hot rows (bucket maps) need no product
+                term.mul_(weight)
             out = term if out is None else out.add_(term)
         assert out is not None
         return out
@@ -127,7 +130,10 @@ class Embedding:
         flat = x.reshape(-1, x.shape[-1])
         out = torch.zeros((flat.shape[0], self.num_advisors), dtype=x.dtype, device=x.device)
         for j in range(self.index.shape[0]):
-            out.index_add_(1, self.index[j], flat * self.weight[j])
+            weight = self.weight[j]
+            # one-hot rows (bucket maps): no product with ones over the whole input
+            term = flat if bool((weight == 1).all()) else flat * weight
+            out.index_add_(1, self.index[j], term)
         return out.reshape(x.shape[:-1] + (self.num_advisors,))
 
 
@@ -205,6 +211,7 @@ class AbstractCFR:
         # iterations form the drawn cells' strategies on the fly)
         self.cell_strategy = [] if self.sampling is not None else [
             torch.zeros(shape, **kw) for shape in self._cell_shapes]
+        self._buffers: tuple[list[Tensor], list[Tensor]] | None = None
         for player in (0, 1):
             self._refresh(player)
 
@@ -282,12 +289,28 @@ class AbstractCFR:
                 self._sampled_iteration(self.sampling.draw(self.game, t))
                 continue
             for player in (0, 1):
-                inst_r = [torch.zeros_like(s) for s in self.cell_strategy]
-                inst_w = [torch.zeros_like(s) for s in self.cell_strategy]
+                inst_r, inst_w = self._pass_buffers(player)
                 public_pass(self.game, self.cell_strategy, player, "cfr",
                             solver=_Buffers(inst_r, inst_w, t))
-                self.accumulate_pass(player, inst_r, inst_w, t)
+                self.accumulate_pass(player, list(inst_r), list(inst_w), t)
                 self._refresh(player)
+
+    def _pass_buffers(self, player: int) -> tuple[list[Tensor], list[Tensor]]:
+        """Buffers for one pass of ``player``: instantaneous regrets and weighted strategies
+        (the cell strategy's shapes), zero at ``player``'s slots (the only ones a pass
+        writes), kept between passes: zeroing reuses the memory, where fresh gigabyte-sized
+        tensors are page-faulted anew every pass."""
+        buffers = self._buffers
+        if buffers is None:
+            buffers = self._buffers = ([torch.zeros_like(s) for s in self.cell_strategy],
+                                       [torch.zeros_like(s) for s in self.cell_strategy])
+            return buffers
+        for r in range(len(self.game.rounds)):
+            for acting, sl in self._node_slices(r):
+                if acting == player:
+                    buffers[0][r][sl].zero_()
+                    buffers[1][r][sl].zero_()
+        return buffers
 
     def accumulate_pass(self, player: int, inst_r: list[Tensor], inst_w: list[Tensor],
                         t: int) -> None:
@@ -296,31 +319,38 @@ class AbstractCFR:
         ``player``'s advisor tables at iteration ``t`` (also used by CFR-BR)."""
         decay = average_decay(self.variant, t)
         for r in range(len(self.game.rounds)):
-            regret_c = self._cells_to_classes(r, inst_r[r])
-            weighted_c = self._cells_to_classes(r, inst_w[r])
+            for acting, sl in self._node_slices(r):
+                if acting == player:  # the pass wrote only the player's slots
+                    self._update_node(r, sl, self._cells_to_classes(r, inst_r[r][sl]),
+                                      self._cells_to_classes(r, inst_w[r][sl]),
+                                      self.embeddings[r], decay)
             inst_r[r] = inst_w[r] = None  # type: ignore[call-overload]
-            self._update_advisors(r, player, regret_c, weighted_c, self.embeddings[r], decay)
 
     def _update_advisors(self, r: int, player: int, regret_c: Tensor, weighted_c: Tensor,
                          emb: Embedding, decay: float) -> None:
         """Add class regrets [S, P, C'] (through ``emb``: C' columns) to the advisors of
         ``player``'s nodes of round r and accumulate their average strategy."""
         for acting, sl in self._node_slices(r):
-            if acting != player:
-                continue
-            regrets = self.regrets[r][sl]
-            regrets.add_(emb.up(regret_c[sl]))
-            if self.variant.floors_regrets:
-                regrets.clamp_min_(0)
-            sigma = self.advisor_strategy[r][sl]
-            if self.averaging == "reach":
-                contrib = sigma * emb.up(weighted_c[sl].sum(0, keepdim=True))
-            else:
-                contrib = sigma
-            avg = self.average[r][sl]
-            if decay != 1.0:
-                avg.mul_(decay)
-            avg.add_(contrib)
+            if acting == player:
+                self._update_node(r, sl, regret_c[sl], weighted_c[sl], emb, decay)
+
+    def _update_node(self, r: int, sl: slice, regret_c: Tensor, weighted_c: Tensor,
+                     emb: Embedding, decay: float) -> None:
+        """One node's part of :meth:`_update_advisors` (``regret_c`` / ``weighted_c``:
+        [A, P, C'] of its slots)."""
+        regrets = self.regrets[r][sl]
+        regrets.add_(emb.up(regret_c))
+        if self.variant.floors_regrets:
+            regrets.clamp_min_(0)
+        sigma = self.advisor_strategy[r][sl]
+        if self.averaging == "reach":
+            contrib = sigma * emb.up(weighted_c.sum(0, keepdim=True))
+        else:
+            contrib = sigma
+        avg = self.average[r][sl]
+        if decay != 1.0:
+            avg.mul_(decay)
+        avg.add_(contrib)
 
     def _sampled_iteration(self, sample: BoardSample) -> None:
         """One iteration on the drawn boards (see the module docstring)."""

@@ -58,9 +58,10 @@ class ClassStorageAbstractCFR(AbstractCFR):
 
     def _cells_to_classes(self, r: int, x: Tensor) -> Tensor:
         """[S, P, 1, C] -> [S, P, C]: each entry times its class's concrete infosets (the
-        pass's entries are the classes: no sum over cells)."""
+        pass's entries are the classes: no sum over cells; ``x`` is a spent pass buffer and
+        is scaled in place)."""
         s, p = x.shape[:2]
-        return x.reshape(s, p, -1) * self._cell_weight[r]
+        return x.reshape(s, p, -1).mul_(self._cell_weight[r])
 
     def _classes_to_cells(self, r: int, x: Tensor, out: Tensor, fill: float = 0.0) -> None:
         """Class strategies [S', P, C] into the pass's entries ``out`` [S', P, 1, C]."""
