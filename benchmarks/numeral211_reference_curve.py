@@ -27,6 +27,32 @@ from pathlib import Path
 from typing import Any
 
 
+def plot_curve(curve_path: Path, png_path: Path) -> None:
+    """PNG of the curve in ``curve_path``: mb/g and b0 + b1 (milli-antes) against the
+    iteration, both axes logarithmic."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    data = json.loads(curve_path.read_text(encoding="utf-8"))
+    curve = data["curve"]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    its = [p["iteration"] for p in curve]
+    ax.plot(its, [p["mbg"] for p in curve], marker="o", label="exploitability (mb/g)")
+    ax.plot(its, [p["b0_plus_b1_mb"] for p in curve], marker="s",
+            label="b0 + b1 (milli-antes)")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel(f"exact {data['algo']} iteration (alternating updates)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    ax.set_title("Numeral211 full game: exact reference curve")
+    fig.tight_layout()
+    fig.savefig(png_path, dpi=120)
+    plt.close(fig)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--algo", default="cfr+", choices=["cfr+", "cfr"])
@@ -36,7 +62,13 @@ def main() -> None:
     parser.add_argument("--stop-at", default=None, help="UTC time HH:MM to stop cleanly")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--ranks", default="23456789TA", help="deck ranks (smoke tests)")
+    parser.add_argument("--plot-only", action="store_true",
+                        help="only redraw PREFIX.png from PREFIX.json")
     args = parser.parse_args()
+    prefix = Path(args.out_prefix)
+    if args.plot_only:
+        plot_curve(prefix.with_name(prefix.name + ".json"), prefix.with_name(prefix.name + ".png"))
+        return
 
     from tensorcfr.games.numeral211 import solver as n211
     from tensorcfr.games.numeral211.config import GameConfig
@@ -44,7 +76,6 @@ def main() -> None:
     from tensorcfr.utils.resources import set_threads
 
     threads = set_threads(args.threads)
-    prefix = Path(args.out_prefix)
     curve_path = prefix.with_name(prefix.name + ".json")
     ck_path = prefix.with_name(prefix.name + ".ck.npz")
     stop = None
