@@ -16,9 +16,12 @@ over hands weighs each preflop class by its size (``root_weights``).
 * chance forward: a class's reach is its parent class's (same hand, the board without its
   last card); chance backward: a class's value sums, over every concrete new card, the value
   of the class the (board + card, hand) falls in (``1 / cards left`` each; clashing cards 0);
-* folds and showdowns expand the opponent's class reach to the canonical cells, run the cell
-  game's card-removal products and sort sweeps, and read the result at the representatives
-  only (the sweep's last lookups run over 62,020 instead of 148,200 entries).
+* folds: per board, one product of its classes' reach with their hands x card incidence
+  gives the per-card sums; each class reads ``total - per_card[a] - per_card[b] + own``;
+* showdowns: the cell game's sort sweep, gathered straight from the classes: the all-hands
+  sums over each board's classes sorted by strength (weighted by their hands), the 39-hand
+  per-card lists, the nine partial-sum lookups at the representatives only; by default
+  board-major (the 729 exit x prefix rows innermost, so gathers copy whole rows).
 
 Exact for suit-symmetric strategies, which is what the solver iterates and what
 :func:`~.solver.exploitability` evaluates (it reads a policy at the class representatives).
@@ -316,18 +319,6 @@ class Numeral211ClassGame:
     def root_weights(self) -> Tensor:
         """[B_0, H_0]: concrete hands each root entry stands for (the preflop class sizes)."""
         return self._root_weights
-
-    def _to_cells(self, r: int, x: Tensor) -> Tensor:
-        """Class entries [X, 1, C_r] -> canonical cells [X, B_r, H] (0 where clashing)."""
-        lead = x.shape[0]
-        padded = torch.nn.functional.pad(x.reshape(lead, -1), (0, 1))
-        return padded.index_select(1, self._expand[r]).reshape(
-            lead, self.cells.num_boards[r], self.cells.num_hands)
-
-    def _at_representatives(self, r: int, cells: Tensor) -> Tensor:
-        """Canonical cells [X, B_r, H] -> class entries [X, 1, C_r] (representatives)."""
-        lead = cells.shape[0]
-        return cells.reshape(lead, -1).index_select(1, self._rep_cell[r]).reshape(lead, 1, -1)
 
     def workspace_bytes(self, element_size: int) -> int:
         """Temporary memory of folds, showdowns and chance sums (bytes): the cell game's
