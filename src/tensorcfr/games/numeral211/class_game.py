@@ -25,7 +25,8 @@ over hands weighs each preflop class by its size (``root_weights``).
 
 Exact for suit-symmetric strategies, which is what the solver iterates and what
 :func:`~.solver.exploitability` evaluates (it reads a policy at the class representatives).
-Nothing here knows betting or CFR; sampled iterations (``chance_children``) are not offered:
+Betting, stakes and hand strengths come from the cell game; nothing here knows CFR; sampled
+iterations (``chance_children``) are not offered:
 they run on the cell game.
 """
 
