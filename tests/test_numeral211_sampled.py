@@ -147,7 +147,10 @@ def test_sampling_every_board_equals_exact() -> None:
             assert torch.allclose(a, b, atol=1e-12, rtol=0)
         for a, b in zip(exact.regrets, every.regrets):
             assert torch.allclose(a, b, atol=1e-12, rtol=0)
-        abstract_exact = abstract_solver(game, lossless_embeddings(game), algo=algo)
+        # the sampled path runs on cells: compare it with the exact sweep over cells (the
+        # per-class sweep differs by rounding, and ties tip, see test_numeral211_class_storage)
+        abstract_exact = abstract_solver(game, lossless_embeddings(game), algo=algo,
+                                         storage="cells")
         abstract_every = abstract_solver(game, lossless_embeddings(game), algo=algo, sampling=0)
         abstract_exact.iterate(3)
         abstract_every.iterate(3)

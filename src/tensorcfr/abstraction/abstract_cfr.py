@@ -3,6 +3,8 @@
 Works on any :class:`tensorcfr.core.public_tree.PublicTreeGame` whose cells (board, hand) of
 round r are grouped in *classes* (``cell_class[r]`` [B_r, H], -1 for impossible cells; e.g.
 suit-isomorphic classes) and whose canonical boards stand for ``board_weight[r]`` [B_r]
+(or whose cells stand for ``board_weight[r]`` [B_r, H_r] concrete infosets each, e.g. a
+game whose "hands" are the classes themselves)
 concrete boards.  Per round an *embedding* maps classes to ``m_r`` "advisors":
 
 * a bucket map (int [C_r] class -> bucket): classic abstraction (a one-hot Phi);
@@ -39,7 +41,7 @@ import torch
 from torch import Tensor
 
 from tensorcfr.core.public_tree import BoardSample, BoardSampling, PublicTreeGame, \
-    normalize_dense, parse_sampling, public_pass, regret_matching_dense
+    normalize_dense, parse_sampling, public_pass, regret_matching_dense, round_hands
 from tensorcfr.core.regret import CFRVariant, average_decay
 from tensorcfr.errors import TensorCFRError
 
@@ -112,7 +114,10 @@ class Embedding:
         for j in range(self.index.shape[0]):
             # gather, not index_select: the latter is several times slower on the last
             # axis of a 3-d tensor
-            term = torch.gather(x, -1, self.index[j].expand(shape)) * self.weight[j]
+            term = torch.gather(x, -1, self.index[j].expand(shape))
+            weight = self.weight[j]
+            if not bool((weight == 1).all()):  # one-hot rows (bucket maps) need no product
+                term.mul_(weight)
             out = term if out is None else out.add_(term)
         assert out is not None
         return out
@@ -125,7 +130,10 @@ class Embedding:
         flat = x.reshape(-1, x.shape[-1])
         out = torch.zeros((flat.shape[0], self.num_advisors), dtype=x.dtype, device=x.device)
         for j in range(self.index.shape[0]):
-            out.index_add_(1, self.index[j], flat * self.weight[j])
+            weight = self.weight[j]
+            # one-hot rows (bucket maps): no product with ones over the whole input
+            term = flat if bool((weight == 1).all()) else flat * weight
+            out.index_add_(1, self.index[j], term)
         return out.reshape(x.shape[:-1] + (self.num_advisors,))
 
 
@@ -143,7 +151,8 @@ class _Buffers:
 class AbstractCFR:
     """CFR over advisors (buckets or Embedding CFR) with full-sweep counterfactual values.
 
-    ``game``: the full game; ``cell_class[r]`` [B_r, H] long; ``board_weight[r]`` [B_r];
+    ``game``: the full game; ``cell_class[r]`` [B_r, H_r] long; ``board_weight[r]`` [B_r]
+    (concrete boards per canonical board) or [B_r, H_r] (concrete infosets per cell);
     ``embeddings[r]``: :class:`Embedding` per round; ``algo``: ``cfr`` (vanilla, the paper's)
     or ``cfr+``; ``averaging``: ``"reach"`` or ``"uniform"`` (see the module docstring);
     ``sampling``: ``None`` (exact full sweeps), a
@@ -171,11 +180,11 @@ class AbstractCFR:
         self.prefixes = [1]
         for tmpl in rounds[:-1]:
             self.prefixes.append(self.prefixes[-1] * tmpl.num_exits)
-        h = game.num_hands
         self._tables: list[Tensor] = []  # [B_r, H] class per cell (C_r: impossible)
         self._cell_weight: list[Tensor] = []  # [B_r * H] board weight per cell (0: impossible)
         self.embeddings: list[Embedding] = []
         for r, (table, weights, emb) in enumerate(zip(cell_class, board_weight, embeddings)):
+            h = round_hands(game, r)
             table = np.asarray(table).reshape(game.num_boards[r], h)
             if table.size and table.max() >= emb.num_classes:
                 raise TensorCFRError(f"round {r}: the embedding covers {emb.num_classes} "
@@ -183,7 +192,9 @@ class AbstractCFR:
             # every cell's class, impossible cells -> a spare class C (dropped after sums)
             padded = np.where(table >= 0, table, emb.num_classes).astype(np.int64)
             self._tables.append(torch.as_tensor(padded, device=self.device))
-            cell_w = np.where(table >= 0, np.asarray(weights, dtype=np.float64)[:, None], 0.0)
+            weights = np.asarray(weights, dtype=np.float64)
+            weights = weights[:, None] if weights.ndim == 1 else weights.reshape(table.shape)
+            cell_w = np.where(table >= 0, weights, 0.0)
             self._cell_weight.append(torch.as_tensor(cell_w.reshape(-1), dtype=dtype,
                                                      device=self.device))
             self.embeddings.append(emb.to(dtype, self.device))
@@ -193,12 +204,14 @@ class AbstractCFR:
                         for t, p, e in zip(rounds, self.prefixes, self.embeddings)]
         self.average = [torch.zeros_like(x) for x in self.regrets]
         self.advisor_strategy = [torch.zeros_like(x) for x in self.regrets]
-        self._cell_shapes = [(t.num_slots, p, b, h)
-                             for t, p, b in zip(rounds, self.prefixes, game.num_boards)]
+        self._cell_shapes = [(t.num_slots, p, b, round_hands(game, r))
+                             for r, (t, p, b) in enumerate(zip(rounds, self.prefixes,
+                                                               game.num_boards))]
         # the full-game strategy of the current iterate (exact sweeps only; sampled
         # iterations form the drawn cells' strategies on the fly)
         self.cell_strategy = [] if self.sampling is not None else [
             torch.zeros(shape, **kw) for shape in self._cell_shapes]
+        self._buffers: tuple[list[Tensor], list[Tensor]] | None = None
         for player in (0, 1):
             self._refresh(player)
 
@@ -239,8 +252,14 @@ class AbstractCFR:
         return [self.embeddings[r].down(a) for r, a in enumerate(advisor)]
 
     def cell_policy(self, per_class: Sequence[Tensor]) -> list[Tensor]:
-        """Class strategies [S_r, P_r, C_r] -> full-game policy [S_r, P_r, B_r, H] (uniform
-        on impossible cells)."""
+        """Class strategies [S_r, P_r, C_r] -> full-game policy (by default
+        :meth:`pass_policy`; a subclass whose game is a compact view of a larger game returns
+        the larger game's layout here)."""
+        return self.pass_policy(per_class)
+
+    def pass_policy(self, per_class: Sequence[Tensor]) -> list[Tensor]:
+        """Class strategies [S_r, P_r, C_r] -> policy of :attr:`game` [S_r, P_r, B_r, H_r]
+        (what :func:`public_pass` on ``game`` takes; uniform on impossible cells)."""
         out = []
         for r, pol in enumerate(per_class):
             cells = torch.empty(self._cell_shapes[r], dtype=self.dtype, device=self.device)
@@ -270,12 +289,28 @@ class AbstractCFR:
                 self._sampled_iteration(self.sampling.draw(self.game, t))
                 continue
             for player in (0, 1):
-                inst_r = [torch.zeros_like(s) for s in self.cell_strategy]
-                inst_w = [torch.zeros_like(s) for s in self.cell_strategy]
+                inst_r, inst_w = self._pass_buffers(player)
                 public_pass(self.game, self.cell_strategy, player, "cfr",
                             solver=_Buffers(inst_r, inst_w, t))
-                self.accumulate_pass(player, inst_r, inst_w, t)
+                self.accumulate_pass(player, list(inst_r), list(inst_w), t)
                 self._refresh(player)
+
+    def _pass_buffers(self, player: int) -> tuple[list[Tensor], list[Tensor]]:
+        """Buffers for one pass of ``player``: instantaneous regrets and weighted strategies
+        (the cell strategy's shapes), zero at ``player``'s slots (the only ones a pass
+        writes), kept between passes: zeroing reuses the memory, where fresh gigabyte-sized
+        tensors are page-faulted anew every pass."""
+        buffers = self._buffers
+        if buffers is None:
+            buffers = self._buffers = ([torch.zeros_like(s) for s in self.cell_strategy],
+                                       [torch.zeros_like(s) for s in self.cell_strategy])
+            return buffers
+        for r in range(len(self.game.rounds)):
+            for acting, sl in self._node_slices(r):
+                if acting == player:
+                    buffers[0][r][sl].zero_()
+                    buffers[1][r][sl].zero_()
+        return buffers
 
     def accumulate_pass(self, player: int, inst_r: list[Tensor], inst_w: list[Tensor],
                         t: int) -> None:
@@ -284,31 +319,38 @@ class AbstractCFR:
         ``player``'s advisor tables at iteration ``t`` (also used by CFR-BR)."""
         decay = average_decay(self.variant, t)
         for r in range(len(self.game.rounds)):
-            regret_c = self._cells_to_classes(r, inst_r[r])
-            weighted_c = self._cells_to_classes(r, inst_w[r])
+            for acting, sl in self._node_slices(r):
+                if acting == player:  # the pass wrote only the player's slots
+                    self._update_node(r, sl, self._cells_to_classes(r, inst_r[r][sl]),
+                                      self._cells_to_classes(r, inst_w[r][sl]),
+                                      self.embeddings[r], decay)
             inst_r[r] = inst_w[r] = None  # type: ignore[call-overload]
-            self._update_advisors(r, player, regret_c, weighted_c, self.embeddings[r], decay)
 
     def _update_advisors(self, r: int, player: int, regret_c: Tensor, weighted_c: Tensor,
                          emb: Embedding, decay: float) -> None:
         """Add class regrets [S, P, C'] (through ``emb``: C' columns) to the advisors of
         ``player``'s nodes of round r and accumulate their average strategy."""
         for acting, sl in self._node_slices(r):
-            if acting != player:
-                continue
-            regrets = self.regrets[r][sl]
-            regrets.add_(emb.up(regret_c[sl]))
-            if self.variant.floors_regrets:
-                regrets.clamp_min_(0)
-            sigma = self.advisor_strategy[r][sl]
-            if self.averaging == "reach":
-                contrib = sigma * emb.up(weighted_c[sl].sum(0, keepdim=True))
-            else:
-                contrib = sigma
-            avg = self.average[r][sl]
-            if decay != 1.0:
-                avg.mul_(decay)
-            avg.add_(contrib)
+            if acting == player:
+                self._update_node(r, sl, regret_c[sl], weighted_c[sl], emb, decay)
+
+    def _update_node(self, r: int, sl: slice, regret_c: Tensor, weighted_c: Tensor,
+                     emb: Embedding, decay: float) -> None:
+        """One node's part of :meth:`_update_advisors` (``regret_c`` / ``weighted_c``:
+        [A, P, C'] of its slots)."""
+        regrets = self.regrets[r][sl]
+        regrets.add_(emb.up(regret_c))
+        if self.variant.floors_regrets:
+            regrets.clamp_min_(0)
+        sigma = self.advisor_strategy[r][sl]
+        if self.averaging == "reach":
+            contrib = sigma * emb.up(weighted_c.sum(0, keepdim=True))
+        else:
+            contrib = sigma
+        avg = self.average[r][sl]
+        if decay != 1.0:
+            avg.mul_(decay)
+        avg.add_(contrib)
 
     def _sampled_iteration(self, sample: BoardSample) -> None:
         """One iteration on the drawn boards (see the module docstring)."""

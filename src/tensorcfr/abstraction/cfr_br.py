@@ -44,7 +44,7 @@ import torch
 from torch import Tensor
 
 from tensorcfr.abstraction.abstract_cfr import AbstractCFR, _Buffers
-from tensorcfr.core.public_tree import PublicTreeGame, public_pass
+from tensorcfr.core.public_tree import root_total, PublicTreeGame, public_pass
 from tensorcfr.errors import CorruptFileError, TensorCFRError
 
 __all__ = ["best_response_policy", "CFRBR", "SeatFloor", "CFRBRFloor"]
@@ -62,7 +62,7 @@ def best_response_policy(game: PublicTreeGame, policy: Sequence[Tensor], player:
         raise TensorCFRError(f"player must be 0 or 1, got {player!r}")
     profile = [p.clone() for p in policy]
     values = public_pass(game, policy, player, "br", best_response=profile)
-    return float(values.sum()), profile
+    return root_total(game, values), profile
 
 
 @dataclass
@@ -168,7 +168,7 @@ class CFRBR:
     # ------------------------------------------------------------------ evaluation
     def average_values(self) -> list[float]:
         """[b1(average sigma_0), b0(average sigma_1)] (exact best responses)."""
-        pol = self.solver.average_policy()
+        pol = self.solver.pass_policy(self.solver.average_class_policy())
         return [best_response_policy(self.game, pol, 1 - seat)[0] for seat in (0, 1)]
 
     def best_current_policy(self) -> list[Tensor]:

@@ -38,6 +38,7 @@ __all__ = [
     "normalize_dense", "estimate_solver_bytes", "public_best_response",
     "public_exploitability", "PublicExploitability", "public_pass", "BoardSample",
     "BoardSampling", "sample_boards", "enumerate_boards", "board_sample_from_choices",
+    "round_hands", "root_total",
 ]
 
 
@@ -81,6 +82,11 @@ class PublicTreeGame(Protocol):
 
     ``rounds``: one template per round; ``num_boards[r]``: board batch ``B_r``;
     ``num_hands``: ``H``.  Prefix counts follow: ``P_0 = 1``, ``P_{r+1} = P_r * E_r``.
+
+    Optional: ``hands_per_round`` (a list: round r's vectors then have ``H_r`` entries
+    instead of ``H``, e.g. one per suit-isomorphic class) and ``root_weights()`` ([B_0, H_0]:
+    how many concrete hands each root entry stands for; the root values are summed with these
+    weights, default 1).
     """
 
     rounds: Sequence[RoundTemplate]
@@ -137,6 +143,22 @@ def normalize_dense(cumulative: Tensor) -> Tensor:
                        uniform)
 
 
+def round_hands(game: PublicTreeGame, r: int) -> int:
+    """Entries of round r's hand axis: ``game.hands_per_round[r]`` when the game has it,
+    else ``game.num_hands``."""
+    per_round = getattr(game, "hands_per_round", None)
+    return game.num_hands if per_round is None else int(per_round[r])
+
+
+def root_total(game: PublicTreeGame, root_values: Tensor) -> float:
+    """Sum of root values [1, B_0, H_0] over the root hands, weighted by the game's
+    ``root_weights()`` when it has them (expected payoff units)."""
+    weights = getattr(game, "root_weights", None)
+    if weights is None:
+        return float(root_values.sum())
+    return float((root_values * weights()).sum())
+
+
 def _prefix_counts(rounds: Sequence[RoundTemplate]) -> list[int]:
     counts = [1]
     for tmpl in rounds[:-1]:
@@ -160,7 +182,7 @@ def estimate_solver_bytes(game: PublicTreeGame, dtype: torch.dtype,
     per_parent = getattr(sampling, "per_parent", sampling)
     positions = game.num_boards[0]
     for r, (tmpl, p, b) in enumerate(zip(game.rounds, prefixes, game.num_boards)):
-        cell = p * b * game.num_hands
+        cell = p * b * round_hands(game, r)
         state += 3 * tmpl.num_slots * cell
         largest = max(largest, (2 * tmpl.num_nodes + 3 * tmpl.num_exits + 8) * cell)
         if per_parent:  # K >= 1 boards drawn per parent position
@@ -384,9 +406,9 @@ class PublicTreeCFR:
                 "--dtype float32, or raise --max-memory")
         self.prefixes = _prefix_counts(game.rounds)
         self.iteration = 0
-        h = game.num_hands
-        shapes = [(t.num_slots, p, b, h) for t, p, b in zip(game.rounds, self.prefixes,
-                                                            game.num_boards)]
+        shapes = [(t.num_slots, p, b, round_hands(game, r))
+                  for r, (t, p, b) in enumerate(zip(game.rounds, self.prefixes,
+                                                    game.num_boards))]
         self.regrets = [torch.zeros(s, dtype=dtype, device=self.device) for s in shapes]
         self.average = [torch.zeros(s, dtype=dtype, device=self.device) for s in shapes]
         self.strategy = [torch.zeros(s, dtype=dtype, device=self.device) for s in shapes]
@@ -587,30 +609,40 @@ def public_pass(game: PublicTreeGame, strategy: Sequence[Tensor], player: int, m
                         opp_reach = opp_reach * strategy[r][offsets[j] + a]
                     child_values.append(game.terminal_values(r, idx, player, opp_reach, **kw))
             if acting != player:
-                value = child_values[0].clone()
+                # each child value is used once (exits and nodes appear once per template,
+                # terminals are fresh): summing into the first one in place is safe
+                value = child_values[0]
                 for cv in child_values[1:]:
                     value.add_(cv)
-            else:
+            elif mode == "br" and best_response is None:
+                value = child_values[0]  # used once (see above): the max runs in place
+                for cv in child_values[1:]:
+                    torch.maximum(value, cv, out=value)
+            elif mode == "br":
                 stacked = torch.stack(child_values)
-                if mode == "br":
-                    best = stacked.max(0)
-                    value = best.values
-                    if best_response is not None:
-                        onehot = torch.zeros_like(best_response[r][sl])
-                        onehot.scatter_(0, best.indices.unsqueeze(0), 1.0)
-                        best_response[r][sl] = onehot
-                else:
-                    sigma = strategy[r][sl]
-                    value = (stacked * sigma).sum(0)
-                    if mode == "cfr" and solver is not None:
-                        t = solver.iteration
-                        stacked.sub_(value)
-                        regrets = solver.regrets[r][sl]
-                        update_regrets(regrets, stacked, solver.variant, t, out=regrets)
-                        average = solver.average[r][sl]
-                        update_average(average, sigma * here[player], solver.variant, t,
-                                       out=average)
+                best = stacked.max(0)
+                value = best.values
+                assert best_response is not None
+                onehot = torch.zeros_like(best_response[r][sl])
+                onehot.scatter_(0, best.indices.unsqueeze(0), 1.0)
+                best_response[r][sl] = onehot
                 del stacked
+            else:
+                sigma = strategy[r][sl]
+                value = child_values[0] * sigma[0]
+                for a in range(1, len(child_values)):
+                    value.addcmul_(child_values[a], sigma[a])
+                if mode == "cfr" and solver is not None:
+                    # the update rules are element-wise: one action slot at a time, each
+                    # child's values (used once) turned into its instantaneous regret in place
+                    t = solver.iteration
+                    for a, cv in enumerate(child_values):
+                        slot = sl.start + a
+                        regrets = solver.regrets[r][slot]
+                        update_regrets(regrets, cv.sub_(value), solver.variant, t, out=regrets)
+                        weighted = torch.mul(sigma[a], here[player], out=cv)
+                        average = solver.average[r][slot]
+                        update_average(average, weighted, solver.variant, t, out=average)
             node_values[j] = value
             del child_values
         next_values = node_values[0]
@@ -647,7 +679,7 @@ def public_best_response(game: PublicTreeGame, policy: Sequence[Tensor], player:
     """Value of a best response of ``player`` against ``policy`` (the other player's
     strategy is read from ``policy``: per round [S_r, P_r, B_r, H]), summed over the root
     hands: an expected payoff in the units of the game's terminal values."""
-    return float(public_pass(game, policy, player, "br").sum())
+    return root_total(game, public_pass(game, policy, player, "br"))
 
 
 def public_exploitability(game: PublicTreeGame, policy: Sequence[Tensor], *,
@@ -658,7 +690,7 @@ def public_exploitability(game: PublicTreeGame, policy: Sequence[Tensor], *,
     ``with_policy_values=False`` skips the profile's values (two of the four passes; the
     exploitability needs only the best responses): ``policy_values`` is then ``None``."""
     br = [public_best_response(game, policy, p) for p in (0, 1)]
-    values = ([float(public_pass(game, policy, p, "eval").sum()) for p in (0, 1)]
+    values = ([root_total(game, public_pass(game, policy, p, "eval")) for p in (0, 1)]
               if with_policy_values else None)
     nash_conv = br[0] + br[1]
     if not all(math.isfinite(v) for v in br + (values or [])):

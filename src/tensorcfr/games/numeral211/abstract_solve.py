@@ -17,16 +17,21 @@ import time
 from typing import Callable, Sequence
 
 import numpy as np
+from torch import Tensor
 
 from tensorcfr.abstraction.abstract_cfr import AbstractCFR, Embedding
 from tensorcfr.abstraction.bucket_map import BucketMap
 from tensorcfr.core.public_tree import BoardSampling
-from tensorcfr.games.numeral211.abstractions import board_multiplicity, check_bucket_map
+from tensorcfr.errors import TensorCFRError
+from tensorcfr.games.numeral211.abstractions import (board_multiplicity, check_bucket_map,
+                                                     class_sizes)
 from tensorcfr.games.numeral211.isomorphism import isomorphism
 from tensorcfr.games.numeral211.public_game import Numeral211PublicGame
-from tensorcfr.games.numeral211.solver import exploitability, to_mbg
+from tensorcfr.games.numeral211.solver import (STORAGES, class_exploitability, class_game,
+                                               class_policy, exploitability, to_mbg)
 
-__all__ = ["bucket_embeddings", "abstract_solver", "run_abstract", "lossless_embeddings"]
+__all__ = ["bucket_embeddings", "abstract_solver", "run_abstract", "lossless_embeddings",
+           "ClassStorageAbstractCFR"]
 
 
 def bucket_embeddings(game: Numeral211PublicGame, bmap: BucketMap) -> list[Embedding]:
@@ -35,12 +40,58 @@ def bucket_embeddings(game: Numeral211PublicGame, bmap: BucketMap) -> list[Embed
     return [Embedding.from_labels(lab) for lab in bmap.labels]
 
 
+class ClassStorageAbstractCFR(AbstractCFR):
+    """:class:`AbstractCFR` whose passes run over the per-class game (:func:`class_game`:
+    one entry per suit-isomorphic class, each weighted by its concrete infosets), the same
+    advisor updates as over the cells up to rounding; its policies
+    (:meth:`average_policy`, :meth:`current_policy`, :meth:`cell_policy`) are returned in
+    the full game's layout [S_r, P_r, B_r, H] of ``cell_game``."""
+
+    def __init__(self, game: Numeral211PublicGame, embeddings: Sequence[Embedding], *,
+                 algo: str = "cfr", averaging: str = "reach") -> None:
+        self.cell_game = game
+        per_class = class_game(game)
+        tables = [np.arange(c)[None, :] for c in per_class.hands_per_round]
+        weights = [class_sizes(game.config, r)[None, :] for r in range(len(tables))]
+        super().__init__(per_class, tables, weights, embeddings, algo=algo,
+                         averaging=averaging, dtype=game.dtype, device=game.device)
+
+    def _cells_to_classes(self, r: int, x: Tensor) -> Tensor:
+        """[S, P, 1, C] -> [S, P, C]: each entry times its class's concrete infosets (the
+        pass's entries are the classes: no sum over cells; ``x`` is a spent pass buffer and
+        is scaled in place)."""
+        s, p = x.shape[:2]
+        return x.reshape(s, p, -1).mul_(self._cell_weight[r])
+
+    def _classes_to_cells(self, r: int, x: Tensor, out: Tensor, fill: float = 0.0) -> None:
+        """Class strategies [S', P, C] into the pass's entries ``out`` [S', P, 1, C]."""
+        out.view(x.shape).copy_(x)
+
+    def cell_policy(self, per_class: Sequence[Tensor]) -> list[Tensor]:
+        """Class strategies [S_r, P_r, C_r] -> full-game policy [S_r, P_r, B_r, H]."""
+        return class_policy(self.cell_game, [p.detach().cpu() for p in per_class])
+
+    def exploitability(self) -> float:
+        """Exact full-game exploitability of the average strategy (chips per game),
+        evaluated over the classes."""
+        policy = self.pass_policy(self.average_class_policy())
+        return class_exploitability(self.game, policy).exploitability
+
+
 def abstract_solver(game: Numeral211PublicGame, embeddings: Sequence[Embedding], *,
                     algo: str = "cfr", averaging: str = "reach",
-                    sampling: BoardSampling | int | None = None) -> AbstractCFR:
+                    sampling: BoardSampling | int | None = None,
+                    storage: str = "classes") -> AbstractCFR:
     """:class:`AbstractCFR` over the suit-isomorphic classes of ``game`` (``sampling``:
     None = exact full sweeps, else public chance sampling, see
-    :class:`~tensorcfr.core.public_tree.BoardSampling`)."""
+    :class:`~tensorcfr.core.public_tree.BoardSampling`).  ``storage``: ``"classes"``
+    (default for exact sweeps: :class:`ClassStorageAbstractCFR`, passes over one entry per
+    class) or ``"cells"`` (passes over every canonical (board, hand) cell; sampled
+    iterations always run there)."""
+    if storage not in STORAGES:
+        raise TensorCFRError(f"storage must be one of {', '.join(STORAGES)}, got {storage!r}")
+    if storage == "classes" and sampling is None:
+        return ClassStorageAbstractCFR(game, embeddings, algo=algo, averaging=averaging)
     iso = isomorphism(game.config)
     tables = [iso.class_table(r)[0] for r in range(game.config.num_rounds)]
     return AbstractCFR(game, tables, board_multiplicity(game.config), embeddings, algo=algo,
@@ -69,7 +120,10 @@ def run_abstract(game: Numeral211PublicGame, solver: AbstractCFR, iterations: in
         solving += time.perf_counter() - start
         t = solver.iteration
         if (eval_every and t % eval_every == 0) or t == iterations:
-            ex = exploitability(game, solver.average_policy()).exploitability
+            if isinstance(solver, ClassStorageAbstractCFR):
+                ex = solver.exploitability()
+            else:
+                ex = exploitability(game, solver.average_policy()).exploitability
             last = ex
             curve.append({"iteration": t, "exploitability": ex,
                           "mbg": to_mbg(ex, game.config), "seconds": solving})

@@ -76,6 +76,7 @@ from tensorcfr.core.public_tree import (PublicExploitability, PublicTreeCFR,
                                         estimate_solver_bytes, normalize_dense,
                                         public_exploitability)
 from tensorcfr.errors import CorruptFileError, TensorCFRError
+from tensorcfr.games.numeral211.class_game import Numeral211ClassGame
 from tensorcfr.games.numeral211.config import GameConfig, GameConfigError
 from tensorcfr.games.numeral211.public_game import Numeral211PublicGame
 from tensorcfr.utils.checks import check_finite, check_finite_result
@@ -87,8 +88,13 @@ __all__ = [
     "exploitability", "to_mbg", "make_solver", "save_policy", "load_policy",
     "save_checkpoint", "load_checkpoint", "SolveProgress", "run_solver",
     "POLICY_FORMAT", "CHECKPOINT_FORMAT", "policy_to_classes", "estimate_bytes", "symmetrize_policy",
-    "read_checkpoint_meta",
+    "read_checkpoint_meta", "class_game", "ClassStorageCFR", "STORAGES", "cell_regrets",
 ]
+
+STORAGES = ("classes", "cells")
+"""How an exact solver stores its tables: one entry per suit-isomorphic class (default,
+:class:`ClassStorageCFR`) or per (canonical board, hand) cell (:class:`PublicTreeCFR` on the
+cell game)."""
 
 POLICY_FORMAT = "tensorcfr.numeral211.policy/1"
 CHECKPOINT_FORMAT = "tensorcfr.numeral211.checkpoint/1"
@@ -304,20 +310,110 @@ def exploitability(game: Numeral211PublicGame, policy: Union[Policy, AbstractPol
             raise BucketMapError(f"policy of round {r} has shape {tuple(pol.shape)}, "
                                  f"expected {shape}")
         checked.append(pol.to(device=game.device, dtype=game.dtype))
-    if symmetrize:
-        checked = symmetrize_policy(game, checked)
-    return public_exploitability(game, checked, with_policy_values=with_policy_values)
+    if not symmetrize:
+        return public_exploitability(game, checked, with_policy_values=with_policy_values)
+    # a suit-symmetric policy is evaluated exactly (and 2.4x faster) over the classes
+    per_class = class_game(game)
+    return class_exploitability(per_class, [
+        pol.reshape(pol.shape[0], pol.shape[1], -1).index_select(2, _representatives_only(
+            game, r)).unsqueeze(2) for r, pol in enumerate(checked)],
+        with_policy_values=with_policy_values)
+
+
+def class_exploitability(per_class: Numeral211ClassGame, policy: Sequence[Tensor], *,
+                         with_policy_values: bool = True) -> PublicExploitability:
+    """Exact exploitability (chips per game) of a per-class policy (per round
+    [S_r, P_r, 1, C_r], the layout of :class:`ClassStorageCFR`): the same numbers as
+    :func:`exploitability` of its expansion to the cells."""
+    return public_exploitability(per_class, policy, with_policy_values=with_policy_values)
+
+
+def _representatives_only(game: Numeral211PublicGame, r: int) -> Tensor:
+    """[C_r] flat (board * H + hand) cell of each class's representative (its first cell)."""
+    return class_game(game)._rep_cell[r]
+
+
+def class_game(game: Numeral211PublicGame) -> Numeral211ClassGame:
+    """The per-class view of ``game`` (:class:`Numeral211ClassGame`, built once and cached on
+    the game)."""
+    cached = game.__dict__.get("_n211_class_game")
+    if cached is None:
+        cached = game.__dict__["_n211_class_game"] = Numeral211ClassGame(game)
+    return cached
+
+
+class ClassStorageCFR(PublicTreeCFR):
+    """Exact CFR / CFR+ / LCFR / DCFR on ``game`` with one table entry per suit-isomorphic
+    class: a :class:`PublicTreeCFR` over :func:`class_game` (``regrets`` / ``average`` /
+    ``strategy`` per round [S_r, P_r, 1, C_r]; the regrets are the cell solver's at each
+    class's representative cell, up to rounding).
+
+    :meth:`average_policy` / :meth:`current_policy` return the full-game layout
+    [S_r, P_r, B_r, H] (uniform on clashing cells) like the cell solver, so policy files and
+    :func:`exploitability` take them unchanged; :meth:`average_class_policy` is the compact
+    per-class form (what :func:`run_solver` evaluates)."""
+
+    def __init__(self, game: Numeral211PublicGame, algo: str = "cfr+", *,
+                 max_memory_bytes: int | None = None, **variant: float) -> None:
+        self.cell_game = game
+        super().__init__(class_game(game), algo, dtype=game.dtype, device=game.device,
+                         max_memory_bytes=max_memory_bytes, **variant)
+
+    def to_cells(self, per_class: Sequence[Tensor], fill_uniform: bool = True) -> list[Tensor]:
+        """Per-class tensors [S_r, P_r, 1, C_r] -> cells [S_r, P_r, B_r, H]: every cell
+        takes its class's entry; clashing cells get ``1 / actions`` of their node
+        (``fill_uniform``) or 0."""
+        cls = self.game
+        out = []
+        for r, x in enumerate(per_class):
+            s, p = x.shape[:2]
+            padded = torch.cat([x.reshape(s, p, -1), x.new_zeros((s, p, 1))], dim=2)
+            if fill_uniform:
+                for sl in self._node_slices(r):
+                    padded[sl, :, -1] = 1.0 / (sl.stop - sl.start)
+            cells = padded.index_select(2, cls._expand[r])
+            out.append(cells.reshape(s, p, self.cell_game.num_boards[r],
+                                     self.cell_game.num_hands))
+        return out
+
+    def average_class_policy(self) -> list[Tensor]:
+        """Average strategy per class [S_r, P_r, 1, C_r] (normalised per node)."""
+        return super().average_policy()
+
+    def average_policy(self) -> list[Tensor]:
+        """Average strategy in the full-game layout [S_r, P_r, B_r, H]."""
+        return self.to_cells(self.average_class_policy())
+
+    def current_policy(self) -> list[Tensor]:
+        """Current strategy in the full-game layout [S_r, P_r, B_r, H]."""
+        return self.to_cells(self.strategy)
+
+
+def cell_regrets(solver: PublicTreeCFR) -> list[Tensor]:
+    """The solver's cumulative regrets in the full-game layout [S_r, P_r, B_r, H] (a
+    :class:`ClassStorageCFR`'s expanded to every cell of each class, 0 on clashing cells)."""
+    if isinstance(solver, ClassStorageCFR):
+        return solver.to_cells(solver.regrets, fill_uniform=False)
+    return list(solver.regrets)
 
 
 def make_solver(game: Numeral211PublicGame, algo: str = "cfr+", *,
                 max_memory_bytes: int | None = None, sampling: Any = None,
-                **variant: float) -> PublicTreeCFR:
-    """A :class:`PublicTreeCFR` on ``game`` (memory estimated first; MemoryLimitError when it
-    exceeds ``max_memory_bytes``); ``sampling``: None (exact full sweeps) or a
-    :class:`~tensorcfr.core.public_tree.BoardSampling` (public chance sampling)."""
+                storage: str = "classes", **variant: float) -> PublicTreeCFR:
+    """An exact solver on ``game`` (memory estimated first; MemoryLimitError when it exceeds
+    ``max_memory_bytes``).  ``storage``: ``"classes"`` (default: :class:`ClassStorageCFR`,
+    one entry per suit-isomorphic class, about 2.4x less work and memory on the turn) or
+    ``"cells"`` (:class:`PublicTreeCFR` per canonical cell, the layout before per-class
+    storage); ``sampling``: None (exact full sweeps) or a
+    :class:`~tensorcfr.core.public_tree.BoardSampling` (public chance sampling, which always
+    runs on cells)."""
+    if storage not in STORAGES:
+        raise TensorCFRError(f"storage must be one of {', '.join(STORAGES)}, got {storage!r}")
+    kwargs = {k: v for k, v in variant.items() if v is not None}
+    if storage == "classes" and sampling is None:
+        return ClassStorageCFR(game, algo, max_memory_bytes=max_memory_bytes, **kwargs)
     return PublicTreeCFR(game, algo, dtype=game.dtype, device=game.device,
-                         max_memory_bytes=max_memory_bytes, sampling=sampling,
-                         **{k: v for k, v in variant.items() if v is not None})
+                         max_memory_bytes=max_memory_bytes, sampling=sampling, **kwargs)
 
 
 # ---------------------------------------------------------------------- files
@@ -505,7 +601,10 @@ def run_solver(game: Numeral211PublicGame, solver: PublicTreeCFR, iterations: in
     last_save = started
 
     def evaluate() -> None:
-        ex = exploitability(game, solver.average_policy())
+        if isinstance(solver, ClassStorageCFR):
+            ex = class_exploitability(solver.game, solver.average_class_policy())
+        else:
+            ex = exploitability(game, solver.average_policy())
         point = {"iteration": solver.iteration, "exploitability": ex.exploitability,
                  "mbg": to_mbg(ex.exploitability, game.config),
                  "seconds": time.perf_counter() - started}
@@ -540,8 +639,10 @@ def run_solver(game: Numeral211PublicGame, solver: PublicTreeCFR, iterations: in
     return progress
 
 
-def estimate_bytes(game: Numeral211PublicGame) -> int:
-    """Estimated peak memory (bytes) of solving ``game`` (see
+def estimate_bytes(game: Numeral211PublicGame, storage: str = "classes") -> int:
+    """Estimated peak memory (bytes) of solving ``game`` with ``storage`` (see
     :func:`tensorcfr.core.public_tree.estimate_solver_bytes`)."""
+    if storage == "classes":
+        return estimate_solver_bytes(class_game(game), game.dtype)
     return estimate_solver_bytes(game, game.dtype)
 

@@ -1,0 +1,406 @@
+"""Numeral211 as a public-tree game over suit-isomorphic *classes* (per-class storage).
+
+:class:`Numeral211PublicGame` carries one entry per (canonical board, hand): 1 x 780 /
+10 x 780 / 190 x 780 cells per round (148,200 on the turn).  Suit isomorphism makes many of
+them equal: every (board, hand) of one orbit under the suit permutations has the same reach,
+values, regrets and strategy whenever the strategies are suit-symmetric, which the solver's
+iterates are (in exact arithmetic).  :class:`Numeral211ClassGame` keeps one entry per
+isomorphic class instead (100 / 2,260 / 62,020): every round has one "board" (``B_r = 1``)
+and ``C_r`` "hands" (``hands_per_round``), so round r's tensors are ``[S_r, P_r, 1, C_r]``.
+
+An entry holds the value of *one member* of its class (the class representative: its first
+(canonical board, hand) cell in :meth:`~.isomorphism.Isomorphism.class_table` order), so the
+regrets are those of :class:`Numeral211PublicGame` at the representative cell; the root sum
+over hands weighs each preflop class by its size (``root_weights``).
+
+* chance forward: a class's reach is its parent class's (same hand, the board without its
+  last card); chance backward: a class's value sums, over every concrete new card, the value
+  of the class the (board + card, hand) falls in (``1 / cards left`` each; clashing cards 0);
+* folds: per board, one product of its classes' reach with their hands x card incidence
+  gives the per-card sums; each class reads ``total - per_card[a] - per_card[b] + own``;
+* showdowns: the cell game's sort sweep, gathered straight from the classes: the all-hands
+  sums over each board's classes sorted by strength (weighted by their hands), the 39-hand
+  per-card lists, the nine partial-sum lookups at the representatives only; by default
+  board-major (the 729 exit x prefix rows innermost, so gathers copy whole rows).
+
+Exact for suit-symmetric strategies, which is what the solver iterates and what
+:func:`~.solver.exploitability` evaluates (it reads a policy at the class representatives).
+Betting, stakes and hand strengths come from the cell game; nothing here knows CFR; sampled
+iterations (``chance_children``) are not offered:
+they run on the cell game.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from tensorcfr.games.numeral211.evaluator import board_hand_values
+from tensorcfr.games.numeral211.public_game import Numeral211PublicGame, _sorted_groups
+
+__all__ = ["Numeral211ClassGame"]
+
+
+def _prefix_sums_(x: Tensor) -> Tensor:
+    """In-place cumulative sums along axis 1 of [A, L, X] (X contiguous): one vectorised
+    add of whole [A, X] slices per position (measured about 10x faster than
+    ``cumsum_(1)`` for L = 40, X = 729 on one CPU thread, torch 2.13)."""
+    for i in range(1, x.shape[1]):
+        x[:, i].add_(x[:, i - 1])
+    return x
+
+
+def _cumsum_from_zero(x: Tensor) -> Tensor:
+    """Cumulative sums over the last axis with a leading 0: [..., L] -> [..., L+1], written
+    straight into the padded buffer (measured 2-6x faster than the cell game's blocked
+    matrix-product sums at these lengths, torch 2.13 on one CPU thread)."""
+    out = torch.empty(x.shape[:-1] + (x.shape[-1] + 1,), dtype=x.dtype, device=x.device)
+    out[..., 0] = 0
+    torch.cumsum(x, -1, out=out[..., 1:])
+    return out
+
+
+class Numeral211ClassGame:
+    """The per-class public-tree description of the variant of ``cells`` (a
+    :class:`Numeral211PublicGame`, whose betting, stakes and showdown tables it reuses)."""
+
+    chunk_elements: int = 2**22
+    """Largest temporary of a fold or showdown chunk (elements; 16 MiB in float32): below
+    glibc's 32 MiB mmap ceiling, so freed chunks are reused instead of page-faulted anew."""
+
+    board_major: bool = True
+    """Showdowns with the rows innermost (:meth:`_showdown_by_boards`) or row-major
+    (:meth:`_win_minus_lose`); the same numbers up to rounding."""
+
+    def __init__(self, cells: Numeral211PublicGame) -> None:
+        self.cells = cells
+        self.config = cells.config
+        self.dtype = cells.dtype
+        self.device = cells.device
+        self.iso = cells.iso
+        self.betting = cells.betting
+        self.rounds = cells.rounds
+        self.prefixes = cells.prefixes
+        rounds = self.config.num_rounds
+        self.num_boards = [1] * rounds
+        h = cells.num_hands
+        dev = self.device
+        self.class_tables: list[np.ndarray] = []
+        self.hands_per_round: list[int] = []
+        self._rep_cell: list[Tensor] = []  # [C_r] flat (board * H + hand) of the representative
+        self._expand: list[Tensor] = []  # [B_r * H] class of every cell, C_r where clashing
+        for r in range(rounds):
+            table, count = self.iso.class_table(r)
+            flat = table.reshape(-1)
+            ok = np.flatnonzero(flat >= 0)
+            _, first = np.unique(flat[ok], return_index=True)
+            self.class_tables.append(table)
+            self.hands_per_round.append(int(count))
+            self._rep_cell.append(torch.as_tensor(ok[first], device=dev))
+            self._expand.append(torch.as_tensor(np.where(flat >= 0, flat, count), device=dev))
+        self.num_hands = max(self.hands_per_round)
+        sizes0 = np.bincount(self.class_tables[0][self.class_tables[0] >= 0],
+                             minlength=self.hands_per_round[0])
+        self._root_weights = torch.as_tensor(sizes0[None, :], dtype=self.dtype, device=dev)
+        # chance: parent class of every class, and the classes below every class per card
+        self._parent_class: list[Tensor | None] = [None]
+        self._children: list[tuple[Tensor, float] | None] = [None]
+        for r in range(1, rounds):
+            reps = self._rep_cell[r].cpu().numpy()
+            board, hand = reps // h, reps % h
+            parent_board = cells._parent_of[r].cpu().numpy()[board]
+            parent = self.class_tables[r - 1][parent_board, hand]
+            assert (parent >= 0).all()
+            self._parent_class.append(torch.as_tensor(parent, device=dev))
+            trans_parent, trans_child, perm = self.iso.transitions(r)
+            prev = self._rep_cell[r - 1].cpu().numpy()
+            pb, ph = prev // h, prev % h
+            # every parent board has the same number of concrete next cards
+            order = np.argsort(trans_parent, kind="stable")
+            per_board = len(trans_parent) // self.iso.num_boards(r - 1)
+            rows = order.reshape(self.iso.num_boards(r - 1), per_board)  # [B_{r-1}, T]
+            my_rows = rows[pb]  # [C_{r-1}, T] transition rows of each parent class
+            child_board = trans_child[my_rows]
+            child_hand = perm[my_rows, ph[:, None]]
+            child_class = self.class_tables[r][child_board, child_hand]
+            count = self.hands_per_round[r]
+            index = np.where(child_class >= 0, child_class, count)
+            _, _, weight = cells._trans[r]
+            self._children.append((torch.as_tensor(index.reshape(-1), device=dev), weight))
+        self._build_fold_tables()
+        self._build_sweep()
+
+    def _build_fold_tables(self) -> None:
+        """Per round: for every class, its board and the flat (board * N + card) positions
+        of its representative hand's two cards (the card-removal lookups of folds)."""
+        cells = self.cells
+        h, n = cells.num_hands, self.config.num_cards
+        c1 = cells._hand_c1.cpu().numpy()
+        c2 = cells._hand_c2.cpu().numpy()
+        self._fold: list[dict[str, Tensor]] = []
+        for r in range(self.config.num_rounds):
+            reps = self._rep_cell[r].cpu().numpy()
+            board, hand = reps // h, reps % h
+            t = lambda a: torch.as_tensor(np.ascontiguousarray(a), device=self.device)  # noqa: E731
+            # each board's classes (numbered board by board), padded with the zero entry C,
+            # and how many of each class's hands on the board hold each card
+            table = self.class_tables[r]
+            count = self.hands_per_round[r]
+            per_board = np.bincount(board, minlength=len(table))
+            width = int(per_board.max())
+            first = np.cumsum(per_board) - per_board
+            members = np.full((len(table), width), count, dtype=np.int64)
+            slot = np.arange(count) - first[board]
+            members[board, slot] = np.arange(count)
+            incidence = np.zeros((len(table), width, n))
+            bb, hh = np.nonzero(table >= 0)
+            where = table[bb, hh] - first[bb]
+            np.add.at(incidence, (bb, where, c1[hh]), 1.0)
+            np.add.at(incidence, (bb, where, c2[hh]), 1.0)
+            self._fold.append({"board": t(board), "card1": t(board * n + c1[hand]),
+                               "card2": t(board * n + c2[hand]),
+                               "members": t(members.reshape(-1)), "width": width,
+                               "incidence": torch.as_tensor(incidence, dtype=self.dtype,
+                                                            device=self.device)})
+
+    def _build_sweep(self) -> None:
+        """Index tables of the showdown sweep over class entries: the all-hands sums over
+        each board's classes sorted by strength (:meth:`_class_sort`), the cell game's
+        per-card lists with every cell replaced by its class (clashing cells by the zero pad
+        entry ``C``), and the partial-sum lookups at the representatives only."""
+        cells = self.cells
+        last = self.config.num_rounds - 1
+        expand = self._expand[last]
+        sweep = cells._sweep
+        card_off = cells.num_boards[last] * (cells.num_hands + 1)
+        rep = self._rep_cell[last]
+        plus = sweep["plus"].reshape(4, -1).index_select(1, rep)
+        minus = sweep["minus"].reshape(5, -1).index_select(1, rep)
+        main = self._class_sort(last)
+        # main sums: + cs[lo] + cs[hi] - cs[end]; card sums: + ccs[end1] + ccs[end2]
+        # - ccs[lo1] - ccs[hi1] - ccs[lo2] - ccs[hi2]  (weaker - stronger, ties out)
+        self._sweep = {
+            "order": main["order"], "size": main["size"],
+            "main_plus": main["plus"], "main_minus": main["minus"],
+            "card_hands": expand.index_select(0, sweep["card_hands"]),
+            "card_plus": (plus[2:] - card_off).reshape(-1),
+            "card_minus": (minus[1:] - card_off).reshape(-1),
+        }
+        assert int(self._sweep["card_minus"].min()) >= 0
+        self._build_board_major(main, card_off)
+
+    def _build_board_major(self, main: dict[str, Tensor], card_off: int) -> None:
+        """Tables of the board-major showdown (:meth:`_showdown_by_boards`): per board the
+        rows to gather (its sorted classes, its per-card lists) and, per class, its
+        lookups relative to its own board's block."""
+        cells = self.cells
+        last = self.config.num_rounds - 1
+        b = cells.num_boards[last]
+        n = self.config.num_cards
+        width = main["order"].numel() // b
+        rep = self._rep_cell[last]
+        board = rep // cells.num_hands  # [C]; classes are numbered board by board
+        sw = self._sweep
+        main_block = width + 1
+        card_block = n * n  # N lists of M + 1 = N partial sums per board
+        main_local = torch.cat([sw["main_plus"].reshape(2, -1), sw["main_minus"].reshape(1, -1)]
+                               ) - board * main_block
+        card_local = torch.cat([sw["card_plus"].reshape(2, -1), sw["card_minus"].reshape(4, -1)]
+                               ) - board * card_block
+        assert int(main_local.min()) >= 0 and int(main_local.max()) < main_block
+        assert int(card_local.min()) >= 0 and int(card_local.max()) < card_block
+        counts = torch.bincount(board, minlength=b)
+        assert bool((board[1:] >= board[:-1]).all())
+        count = self.hands_per_round[last]
+        # every list starts with the zero entry C: the gather lays out the exclusive sums
+        main_rows = torch.nn.functional.pad(main["order"].reshape(b, width), (1, 0),
+                                            value=count)
+        size = torch.nn.functional.pad(main["size"].reshape(b, width), (1, 0))
+        card_rows = torch.nn.functional.pad(sw["card_hands"].reshape(b * n, n - 1), (1, 0),
+                                            value=count).reshape(b, n * n)
+        self._by_board = {"main_rows": main_rows, "size": size, "card_rows": card_rows,
+                          "main_local": main_local, "card_local": card_local,
+                          "first_class": torch.cumsum(counts, 0) - counts, "counts": counts,
+                          "board": board, "width": width}
+
+    def _showdown_by_boards(self, opp: Tensor) -> Tensor:
+        """Opponent class reach [X, C] -> [X, C] like :meth:`_win_minus_lose`, with the rows
+        X innermost: the classes' reach is transposed once to [C, X], so every gather copies
+        whole rows of X numbers and the cumulative sums run over a few boards at a time."""
+        bb = self._by_board
+        x, count = opp.shape
+        n = self.config.num_cards
+        width = bb["width"]
+        rows = torch.empty((count + 1, x), dtype=opp.dtype, device=opp.device)
+        rows[:count] = opp.t()
+        rows[count] = 0
+        out = torch.empty((count, x), dtype=opp.dtype, device=opp.device)
+        per_board = (width + 1 + n * n) * x
+        step = max(1, int(self.chunk_elements // max(1, per_board)))
+        nb_total = len(bb["counts"])
+        for b0 in range(0, nb_total, step):
+            b1 = min(nb_total, b0 + step)
+            nb = b1 - b0
+            main = rows.index_select(0, bb["main_rows"][b0:b1].reshape(-1)).mul_(
+                bb["size"][b0:b1].reshape(-1, 1))
+            # (hundreds of positions: one cumsum call beats a Python loop of slice adds)
+            main = main.view(nb, width + 1, x).cumsum_(1).view(-1, x)
+            card = rows.index_select(0, bb["card_rows"][b0:b1].reshape(-1))
+            card = _prefix_sums_(card.view(nb * n, n, x)).view(-1, x)
+            c0 = int(bb["first_class"][b0])
+            c1 = int(bb["first_class"][b1 - 1] + bb["counts"][b1 - 1])
+            rel = bb["board"][c0:c1] - b0
+            m = bb["main_local"][:, c0:c1] + rel * (width + 1)
+            c = bb["card_local"][:, c0:c1] + rel * (n * n)
+            acc = torch.index_select(main, 0, m[0], out=out[c0:c1])
+            acc.add_(main.index_select(0, m[1])).sub_(main.index_select(0, m[2]))
+            acc.add_(card.index_select(0, c[0])).add_(card.index_select(0, c[1]))
+            for k in range(2, 6):
+                acc.sub_(card.index_select(0, c[k]))
+        return out.t()
+
+    def _class_sort(self, r: int) -> dict[str, Tensor]:
+        """The all-hands part of the sweep over classes: per board its classes sorted by
+        hand strength (padded to the largest board's count with the zero entry ``C``),
+        each weighted by its hands on the board; the partial-sum lookups of every class
+        (weaker = before its tie group, stronger = after it)."""
+        cells = self.cells
+        h = cells.num_hands
+        table = self.class_tables[r]
+        count = self.hands_per_round[r]
+        reps = self._rep_cell[r].cpu().numpy()
+        board = reps // h
+        strength = board_hand_values(self.config, self.iso.boards[r]).reshape(-1)[reps]
+        size = np.bincount(table[table >= 0], minlength=count).astype(np.float64)
+        per_board = np.bincount(board, minlength=len(table))
+        width = int(per_board.max())
+        order = np.lexsort((strength, board))  # classes by board, then strength
+        start = np.cumsum(per_board) - per_board
+        slot = np.arange(count) - start[board[order]]
+        sorted_cls = np.full((len(table), width), count, dtype=np.int64)
+        sorted_val = np.full((len(table), width), strength.max() + 1, dtype=strength.dtype)
+        sorted_cls[board[order], slot] = order
+        sorted_val[board[order], slot] = strength[order]
+        _, lo, hi = _sorted_groups(sorted_val)  # already sorted: identity order
+        position = np.empty(count, dtype=np.int64)
+        position[order] = slot
+        base = board * (width + 1)
+        t = lambda a: torch.as_tensor(np.ascontiguousarray(a), device=self.device)  # noqa: E731
+        padded_size = np.append(size, 0.0)[sorted_cls]
+        return {"order": t(sorted_cls.reshape(-1)),
+                "size": torch.as_tensor(padded_size.reshape(-1), dtype=self.dtype,
+                                        device=self.device),
+                "plus": t(np.stack([base + lo[board, position],
+                                    base + hi[board, position]]).reshape(-1)),
+                "minus": t(base + width)}
+
+    def _win_minus_lose(self, opp: Tensor) -> Tensor:
+        """Opponent class reach [X, C] -> [X, C]: compatible weaker minus stronger opponent
+        reach of every class's representative hand (the sweep of
+        :meth:`Numeral211PublicGame._win_minus_lose`, gathering straight from the classes)."""
+        cells = self.cells
+        sw = self._sweep
+        last = self.config.num_rounds - 1
+        x = opp.shape[0]
+        b, h, n = cells.num_boards[last], cells.num_hands, self.config.num_cards
+        padded = torch.nn.functional.pad(opp, (0, 1))
+        cs = _cumsum_from_zero(padded.index_select(1, sw["order"]).mul_(sw["size"]).reshape(
+            x, b, -1)).reshape(x, -1)
+        out = cs.index_select(1, sw["main_plus"]).reshape(x, 2, -1).sum(1)
+        out.sub_(cs.index_select(1, sw["main_minus"]))
+        del cs
+        ccs = _cumsum_from_zero(padded.index_select(1, sw["card_hands"]).reshape(
+            x, b * n, n - 1)).reshape(x, -1)
+        out.add_(ccs.index_select(1, sw["card_plus"]).reshape(x, 2, -1).sum(1))
+        out.sub_(ccs.index_select(1, sw["card_minus"]).reshape(x, 4, -1).sum(1))
+        return out
+
+    # ------------------------------------------------------------------ helpers
+    def root_weights(self) -> Tensor:
+        """[B_0, H_0]: concrete hands each root entry stands for (the preflop class sizes)."""
+        return self._root_weights
+
+    def workspace_bytes(self, element_size: int) -> int:
+        """Temporary memory of folds, showdowns and chance sums (bytes): the cell game's
+        workspace (the sweep runs on expanded cells, a chunk of rows at a time)."""
+        return self.cells.workspace_bytes(element_size)
+
+    # ------------------------------------------------------------------ protocol
+    def initial_reach(self) -> Tensor:
+        """[1, C_0] ones."""
+        return torch.ones((1, self.hands_per_round[0]), dtype=self.dtype, device=self.device)
+
+    def chance_forward(self, r: int, reach: Tensor) -> Tensor:
+        """Reach [X, 1, C_{r-1}] -> [X, 1, C_r]: each class takes its parent class's reach."""
+        parent = self._parent_class[r]
+        assert parent is not None
+        return reach.index_select(2, parent)
+
+    def chance_backward(self, r: int, values: Tensor) -> Tensor:
+        """Values [X, 1, C_r] -> [X, 1, C_{r-1}]: (1 / cards left) x the sum over every
+        concrete new card of the value of the class (board + card, hand) falls in."""
+        children = self._children[r]
+        assert children is not None
+        index, weight = children
+        lead = values.shape[0]
+        count = self.hands_per_round[r - 1]
+        padded = torch.nn.functional.pad(values.reshape(lead, -1), (0, 1))
+        out = torch.empty((lead, count), dtype=values.dtype, device=values.device)
+        chunk = max(1, int(2**25 // max(1, index.numel())))
+        for start in range(0, lead, chunk):
+            part = padded[start:start + chunk].index_select(1, index)
+            torch.sum(part.reshape(part.shape[0], count, -1), dim=2,
+                      out=out[start:start + chunk])
+        return out.mul_(weight).reshape(lead, 1, count)
+
+    def terminal_values(self, r: int, k: int, player: int, opp_reach: Tensor) -> Tensor:
+        """Fold k of round r [P_r, 1, C_r]: +-stake x compatible opponent reach x the deal
+        probability, computed on the expanded cells and read at the representatives."""
+        cells = self.cells
+        folder = cells.betting[r].fold_player[k]
+        stake = cells._fold_stake[r][k] * (cells.deal_factor if folder != player
+                                           else -cells.deal_factor)
+        rows = opp_reach.shape[0]
+        out = torch.empty_like(opp_reach)
+        chunk = max(1, int(self.chunk_elements // max(1, self._expand[r].numel())))
+        for start in range(0, rows, chunk):
+            out[start:start + chunk, 0] = self._compatible_sum(r, opp_reach[start:start + chunk])
+        return out.mul_(stake[:, None, None])
+
+    def _compatible_sum(self, r: int, opp_reach: Tensor) -> Tensor:
+        """Opponent class reach [X, 1, C_r] -> [X, C_r]: the reach summed over the
+        opponent hands that share no card with each class's representative hand (total of
+        its board - hands holding either card + itself; the per-card sums are one batched
+        product per board of its classes with their hands x card incidence)."""
+        cells = self.cells
+        fold = self._fold[r]
+        x = opp_reach.shape[0]
+        padded = torch.nn.functional.pad(opp_reach.reshape(x, -1), (0, 1))
+        by_board = padded.index_select(1, fold["members"]).reshape(x, cells.num_boards[r],
+                                                                    fold["width"])
+        per_card = torch.einsum("xbk,bkn->xbn", by_board, fold["incidence"]).reshape(x, -1)
+        total = per_card.reshape(x, cells.num_boards[r], -1).sum(-1).mul_(0.5)  # [X, B]
+        out = total.index_select(1, fold["board"])
+        out.sub_(per_card.index_select(1, fold["card1"]))
+        out.sub_(per_card.index_select(1, fold["card2"]))
+        return out.add_(opp_reach.reshape(x, -1))
+
+    def final_values(self, player: int, opp_reach: Tensor) -> Tensor:
+        """Showdowns [E, P, 1, C]: stake x (compatible weaker - stronger opponent reach) x
+        the deal probability (the cell game's sort sweep on expanded cells, read at the
+        representatives)."""
+        cells = self.cells
+        last = self.config.num_rounds - 1
+        e, p = opp_reach.shape[:2]
+        count = self.hands_per_round[last]
+        flat = opp_reach.reshape(e * p, count)
+        if self.board_major:
+            out = self._showdown_by_boards(flat).contiguous()
+        else:
+            out = torch.empty((e * p, count), dtype=opp_reach.dtype, device=opp_reach.device)
+            chunk = max(1, int(self.chunk_elements // max(1, self._sweep["card_hands"].numel())))
+            for start in range(0, e * p, chunk):
+                out[start:start + chunk] = self._win_minus_lose(flat[start:start + chunk])
+        out = out.reshape(e, p, 1, count)
+        return out.mul_((cells._showdown_stake * cells.deal_factor)[:, :, None, None])
