@@ -30,6 +30,9 @@ from tensorcfr.utils.journal import append_journal, folder_lock, read_journal
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 SMALL_N211 = ["--ranks", "9TA", "--suits", "2", "--max-bets", "2"]
+N211_STARTUP_SECONDS = 12
+"""Time for a child `numeral211 solve` of SMALL_N211 to start iterating (imports take 3-6 s on
+the 2-core machine, more under load; a signal before the loop has no checkpoint to write)."""
 
 
 def one_line_error(code: int, err: str, expected_code: int = 2) -> str:
@@ -194,7 +197,7 @@ def test_ctrl_c_during_numeral211_solve_writes_the_checkpoint_and_says_where(tmp
     ck = tmp_path / "ck.npz"
     proc = cli_process(["numeral211", "solve", *SMALL_N211, "-n", "100000000",
                         "--checkpoint-minutes", "600", "--save", str(ck)], tmp_path)
-    time.sleep(4)
+    time.sleep(N211_STARTUP_SECONDS)  # past the imports and the game's build: iterating
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
@@ -206,7 +209,7 @@ def test_ctrl_c_during_numeral211_solve_writes_the_checkpoint_and_says_where(tmp
 
 def test_an_interrupt_without_save_still_says_interrupted(tmp_path) -> None:
     proc = cli_process(["numeral211", "solve", *SMALL_N211, "-n", "100000000"], tmp_path)
-    time.sleep(4)
+    time.sleep(N211_STARTUP_SECONDS)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130 and "interrupted" in err and "--save" in err
