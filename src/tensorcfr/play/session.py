@@ -94,9 +94,11 @@ else)."""
 MODES = ("hidden", "open")
 """The modes of play: ``hidden`` hands (the real game) and ``open`` hands (double-dummy)."""
 DEFAULT_MODE = "hidden"
-DEFAULT_HIDDEN_AGENT = "pimc"
-"""The hidden-hand agent a game is played against unless another is named: the one name to
-change when a stronger agent (``pimc``, ``greedy``) answers in time."""
+DEFAULT_HIDDEN_AGENT = "hidden-model"
+"""The hidden-hand agent a game is played against unless another is named: the strongest of
+the duplicate tournaments whose reply is under a second (docs/benchmarks/pasur_tournament.md:
+it beats greedy, random and ismcts-time with 95% confidence, and pimc is not stronger); it
+gives no estimates, so hints come from ``--ai pimc``."""
 PLAY_SECONDS_PER_MOVE = 0.8
 """The time budget per move of a hidden-hand agent in play (PIMC stops drawing, ISMCTS stops
 searching once it is spent), so that a reply takes under a second on one core."""
@@ -769,7 +771,8 @@ class GameSession:
         estimates = self.estimates_at(len(self.states) - 1)
         if estimates is None:
             return {**out, "kind": "none", "hints": [],
-                    "message": f"the {self.ai_name} agent gives no estimates"}
+                    "message": f"the {self.ai_name} agent gives no estimates (play against "
+                               "pimc for estimated hints)"}
         return {**out, "kind": "estimate", "hints": self._estimate_rows(estimates),
                 "samples": max(int(e.samples) for e in estimates)}
 
@@ -879,7 +882,8 @@ class GameSession:
                 continue
             estimates = self.estimates_at(index)
             if estimates is None:
-                summary["message"] = f"the {self.ai_name} agent gives no estimates"
+                summary["message"] = (f"the {self.ai_name} agent gives no estimates (play "
+                                      "against pimc for estimated hints)")
                 return summary
             best = max(e.value for e in estimates)
             played = next((e for e in estimates if e.action == self.plays[index].action), None)

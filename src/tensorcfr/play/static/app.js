@@ -685,8 +685,8 @@
     box.innerHTML = "";
     box.dataset.kind = h.kind;
     if (h.kind === "none") {
-      box.append(el("p", "muted", "The " + h.agent + " agent gives no estimates. " +
-        "The exact analysis of every play comes after the game."));
+      box.append(el("p", "muted", "The " + h.agent + " agent gives no estimates (play against " +
+        "pimc for estimated hints). The exact analysis of every play comes after the game."));
       box.hidden = false;
       return;
     }
