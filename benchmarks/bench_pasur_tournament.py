@@ -61,8 +61,8 @@ def _fmt(x: float | None, digits: int = 2, sign: bool = True) -> str:
 def _section(title: str, command: str, result: dict[str, Any], png: str) -> list[str]:
     lines = [f"## {title}", "", f"`{command}`", "",
              f"{result['deals']:,} deals, every pair plays each deal twice with the seats "
-             f"swapped; {result.get('seconds', 0):,.0f} s of the last run "
-             f"({result.get('mode', '?')}).", "",
+             "swapped" + (f"; {result['seconds']:,.0f} s ({result.get('mode', '?')})"
+                          if "seconds" in result else "") + ".", "",
              "| A | B | deals | A minus B, points per deal | 95% interval | A wins | ties "
              "| B wins | significant |",
              "|---|---|---:|---:|---|---:|---:|---:|---|"]
@@ -148,8 +148,11 @@ def main() -> None:
              "page; `--render-only` rebuilds it from the run folders).", "",
              f"- machine: {info.get('cpu', '?')}, {info.get('cores', '?')} cores; Python "
              f"{info.get('python', '?')}, torch {info.get('torch', '?')}; 1 torch thread per "
-             "worker", f"- load average (1 min) at start / end: {load_start:.2f} / "
-             f"{load_end:.2f} (a 2-core machine shared with other jobs)", ""]
+             "worker",
+             "- load: rendered from finished run folders (the runs' load and times are noted in "
+             "[docs/pasur_tournament.md](../pasur_tournament.md#results))" if args.render_only
+             else f"- load average (1 min) at start / end: {load_start:.2f} / {load_end:.2f} "
+             "(a 2-core machine shared with other jobs)", ""]
     lines += _section("Fast agents, 2,000 deals",
                       f"tensorcfr pasur tournament --agents greedy,hidden-model,random "
                       f"--deals {args.cheap_deals} --seed 100000 --in-process --out "
