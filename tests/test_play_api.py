@@ -646,6 +646,9 @@ def test_serve_warns_before_the_url_on_one_line(monkeypatch):
         self.started = True
 
     monkeypatch.setattr(uvicorn.Server, "run", no_run)
+    # uvicorn.Config sets up logging handlers on the stream sys.stderr is at that moment: under
+    # CliRunner a stream closed after the call, which later log records would write to
+    monkeypatch.setattr(uvicorn.Config, "configure_logging", lambda self: None)
     monkeypatch.setenv("COLUMNS", "60")
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
