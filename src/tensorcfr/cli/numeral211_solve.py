@@ -4,7 +4,6 @@ full-game tensor CFR solver and the exact exploitability of strategy files (regi
 
 from __future__ import annotations
 
-import math
 import time
 from typing import Any, Optional
 
@@ -73,42 +72,6 @@ def _dtype(name: str) -> Any:
 
 
 # ---------------------------------------------------------------------- info
-def game_info(config: Any, with_outcomes: bool = True) -> dict[str, Any]:
-    """Sizes of a variant: per-round lists (preflop, flop, turn) and totals."""
-    import torch
-
-    from tensorcfr.games.numeral211.outcomes import outcome_classes
-    from tensorcfr.games.numeral211.solver import build_game, estimate_bytes
-
-    game = build_game(config)
-    n = config.num_cards
-    decision_nodes, infosets, folds = [], [], []
-    shown = 0
-    for r, betting in enumerate(game.betting):
-        shown += config.public_cards[r]
-        nodes = betting.num_nodes * game.prefixes[r]
-        decision_nodes.append(nodes)
-        folds.append(len(betting.fold_histories) * game.prefixes[r])
-        boards = math.perm(n, shown)  # ordered public cards
-        infosets.append(nodes * boards * math.comb(n - shown, 2))
-    showdowns = game.prefixes[-1] * len(game.betting[-1].exit_histories)
-    info: dict[str, Any] = {
-        "game": config.describe(), "parameters": config.to_dict(),
-        "cards": n, "private_hands": config.num_hands,
-        "decision_nodes": decision_nodes, "infosets": infosets,
-        "isomorphic_classes": game.iso.isomorphic_classes(),
-        "fold_terminals": folds, "showdowns": showdowns,
-        "betting_prefixes": list(game.prefixes), "canonical_boards": list(game.num_boards),
-        "action_slots": [t.num_slots for t in game.rounds],
-        "memory_estimate_bytes": {"float32": estimate_bytes(game),
-                                  "float64": estimate_bytes(build_game(
-                                      config, dtype=torch.float64))},
-    }
-    if with_outcomes:
-        info["outcome_classes"] = outcome_classes(config)
-    return info
-
-
 def info_command(
     ranks: Optional[str] = _RANKS, suits: Optional[int] = _SUITS, ante: Optional[int] = _ANTE,
     bets: Optional[str] = _BETS, max_bets: Optional[str] = _MAX_BETS,
@@ -120,7 +83,9 @@ def info_command(
 
     try:
         config = game_config(ranks, suits, ante, bets, max_bets)
-        info = game_info(config)
+        from tensorcfr.games.numeral211.sizes import game_sizes
+
+        info = game_sizes(config)
     except TensorCFRError as exc:
         fail(str(exc), exc.exit_code)
     if json_out:
