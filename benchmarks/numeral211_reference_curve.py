@@ -53,6 +53,47 @@ def plot_curve(curve_path: Path, png_path: Path) -> None:
     plt.close(fig)
 
 
+def plot_curves(curve_paths: list[Path], png_path: Path) -> None:
+    """One PNG with every curve in ``curve_paths`` (e.g. CFR+ and vanilla CFR): mb/g (solid)
+    and b0 + b1 in milli-antes (dashed) against the iteration, both axes logarithmic."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.5, 4.2))
+    for path in curve_paths:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        curve = data["curve"]
+        its = [p["iteration"] for p in curve]
+        line, = ax.plot(its, [p["mbg"] for p in curve], marker="o",
+                        label=f"exact {data['algo']}: exploitability (mb/g)")
+        ax.plot(its, [p["b0_plus_b1_mb"] for p in curve], ls="--", color=line.get_color(),
+                label=f"exact {data['algo']}: b0 + b1 (milli-antes)")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("exact iteration (alternating updates)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    ax.set_title("Numeral211 full game: exact reference curves")
+    fig.tight_layout()
+    fig.savefig(png_path, dpi=120)
+    plt.close(fig)
+
+
+def markdown_table(curve_path: Path) -> str:
+    """The curve in ``curve_path`` as a markdown table (chips per game, mb/g, b0, b1,
+    b0 + b1 in milli-antes, CPU seconds of solving so far, load averages)."""
+    data = json.loads(curve_path.read_text(encoding="utf-8"))
+    lines = ["| iteration | exploitability (chips/game) | mb/g | b0 | b1 | b0 + b1 (milli-antes) "
+             "| CPU s of solving so far | load |", "|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for p in data["curve"]:
+        lines.append(f"| {p['iteration']} | {p['exploitability']:.5f} | {p['mbg']:,.1f} | "
+                     f"{p['b0']:.5f} | {p['b1']:.5f} | {p['b0_plus_b1_mb']:,.1f} | "
+                     f"{p['cpu_seconds']:,.0f} | {p['load']} |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--algo", default="cfr+", choices=["cfr+", "cfr"])
@@ -64,10 +105,21 @@ def main() -> None:
     parser.add_argument("--ranks", default="23456789TA", help="deck ranks (smoke tests)")
     parser.add_argument("--plot-only", action="store_true",
                         help="only redraw PREFIX.png from PREFIX.json")
+    parser.add_argument("--compare", nargs="*", default=None, metavar="PREFIX2",
+                        help="with --plot-only: also draw these curves into PREFIX_both.png")
+    parser.add_argument("--markdown", action="store_true",
+                        help="only print PREFIX.json as a markdown table")
     args = parser.parse_args()
     prefix = Path(args.out_prefix)
+    if args.markdown:
+        print(markdown_table(prefix.with_name(prefix.name + ".json")))
+        return
     if args.plot_only:
         plot_curve(prefix.with_name(prefix.name + ".json"), prefix.with_name(prefix.name + ".png"))
+        if args.compare:
+            paths = [prefix.with_name(prefix.name + ".json")] + [
+                Path(p).with_name(Path(p).name + ".json") for p in args.compare]
+            plot_curves(paths, prefix.with_name(prefix.name + "_both.png"))
         return
 
     from tensorcfr.games.numeral211 import solver as n211
