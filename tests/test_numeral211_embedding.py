@@ -76,3 +76,26 @@ def test_run_embed_writes_the_file_with_diagnostics(tmp_path) -> None:
     assert again.meta["target_variance"] == result["target_variance"]
     assert again.meta["net"] == "mlp" and again.meta["budget"]["max_epochs"] == 3
     json.dumps(result)
+
+
+def test_cli_embed_json_reports_the_diagnostics_per_round(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    out = tmp_path / "phi.npz"
+    base = [sys.executable, "-m", "tensorcfr.cli.main", "numeral211", "embed", "--ranks", "9TA",
+            "--suits", "2", "--flop", "3", "--turn", "4", "--hidden", "16", "--out", str(out)]
+    proc = subprocess.run(base + ["--max-epochs", "3", "--net", "conv", "--sharpness", "0.1",
+                                  "--json"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    for key in ("loss", "target_variance", "advisors_used", "top1_mean"):
+        assert set(result[key]) == set(ROUNDS), key
+        assert all(isinstance(v, (int, float)) for v in result[key].values())
+    assert result["net"] == "conv" and result["sharpness"] == 0.1
+    assert result["budget"]["max_epochs"] == 3 and out.exists()
+    for extra, message in ((["--net", "rnn"], "--net"), (["--sharpness", "-1"], "--sharpness"),
+                           (["--holdout", "1.5"], "holdout")):
+        proc = subprocess.run(base + extra, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 2, (extra, proc.stderr)
+        assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
