@@ -59,8 +59,12 @@ VARIANTS: list[tuple[str, dict[str, Any]]] = [
     ("mlp, balanced", {"net": "mlp", "balance": 1.0}),
     ("mlp, balanced, sharpness 0.05", {"net": "mlp", "balance": 1.0, "sharpness": 0.05}),
     ("mlp, balanced, sharpness 0.2", {"net": "mlp", "balance": 1.0, "sharpness": 0.2}),
+    ("mlp, balanced, sharpness 0.1", {"net": "mlp", "balance": 1.0, "sharpness": 0.1}),
+    ("mlp, sharpness 0.05", {"net": "mlp", "sharpness": 0.05}),
+    ("mlp, balanced, temperature 0.05", {"net": "mlp", "balance": 1.0, "temperature": 0.05}),
     ("conv, paper's loss", {"net": "conv"}),
     ("conv, balanced", {"net": "conv", "balance": 1.0}),
+    ("conv, balanced, sharpness 0.05", {"net": "conv", "balance": 1.0, "sharpness": 0.05}),
     ("conv, balanced, sharpness 0.2", {"net": "conv", "balance": 1.0, "sharpness": 0.2}),
 ]
 REFERENCE = "krwemd 1,1,1;1,1 (buckets)"
@@ -96,6 +100,35 @@ def train_variant(config: GameConfig, flop: int, turn: int, label: str, kw: dict
     print(f"trained {label}: loss {emb.meta['loss']} variance {emb.meta['target_variance']} "
           f"top1 {emb.meta['top1_mean']} in {emb.meta['seconds']:.0f} s", flush=True)
     return emb.meta
+
+
+def bucket_meta(config: GameConfig, labels: list[np.ndarray]) -> dict[str, Any]:
+    """The diagnostics a one-hot Phi with these buckets reaches at best: its loss is the
+    weighted within-bucket variance of the ``wtl`` targets (each bucket predicts its mean)."""
+    from tensorcfr.games.numeral211.abstractions import class_sizes
+    from tensorcfr.games.numeral211.embedding_net import class_targets
+
+    meta: dict[str, Any] = {k: {} for k in ("loss", "target_variance", "advisors_used",
+                                            "top1_mean", "trained", "epochs_run",
+                                            "best_epoch")}
+    for r in (1, 2):
+        y = class_targets(config, r).astype(np.float64)
+        w = class_sizes(config, r)
+        lab = np.asarray(labels[r])
+        k = int(lab.max()) + 1
+        mass = np.bincount(lab, weights=w, minlength=k)
+        means = np.stack([np.bincount(lab, weights=w * y[:, j], minlength=k)
+                          for j in range(y.shape[1])], axis=1) / np.maximum(mass, 1e-300)[:, None]
+        key = f"round_{r}"
+        meta["loss"][key] = float((w * ((y - means[lab]) ** 2).sum(1)).sum() / w.sum())
+        mean = (w[:, None] * y).sum(0) / w.sum()
+        meta["target_variance"][key] = float((w * ((y - mean) ** 2).sum(1)).sum() / w.sum())
+        meta["advisors_used"][key] = int(len(np.unique(lab)))
+        meta["top1_mean"][key] = 1.0
+        meta["trained"][key] = meta["loss"][key] <= 0.5 * meta["target_variance"][key]
+        meta["epochs_run"][key] = meta["best_epoch"][key] = 0
+    meta["seconds"] = 0.0
+    return meta
 
 
 def eval_points(iterations: int, every: int) -> set[int]:
@@ -195,8 +228,9 @@ def markdown(config: GameConfig, rows: list[dict[str, Any]], budget: TrainingBud
     for row in rows:
         curve = row.get("curve") or []
         diag = _diag_cells(row["meta"]) if row.get("meta") else [""] * 7
+        failed = row.get("meta") and not all(row["meta"]["trained"].values())
         final = f"**{curve[-1]['mbg']:.1f}**" if curve else (
-            "not run (training failed)" if row.get("meta") else "")
+            "not run (training failed)" if failed else "not run")
         lines.append("| " + " | ".join([row["label"], *diag, _at(curve, 64), _at(curve, 256),
                                         final, str(curve[-1]["iteration"]) if curve else "",
                                         f"{curve[-1]['seconds']:.0f}" if curve else ""])
@@ -274,7 +308,7 @@ def main() -> None:
             data = run_curve(game, bucket_embeddings(game, bmap), "reach", args.iterations,
                              points, path + ".json")
             rows.append({"label": REFERENCE, "curve": data["curve"],
-                         "machine": data["machine"]})
+                         "machine": data["machine"], "meta": bucket_meta(config, bmap.labels)})
     full_rows: list[dict[str, Any]] = []
     full_config = GameConfig()
     for label, kw in VARIANTS:

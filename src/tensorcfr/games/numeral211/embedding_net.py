@@ -92,6 +92,10 @@ class HandEbdNet(torch.nn.Module):
             torch.nn.Linear(hidden, hidden), torch.nn.ReLU(),
             torch.nn.Linear(hidden, advisors))
         self.head = torch.nn.Linear(advisors, targets)
+        self.temperature: float | None = None
+        """None: Phi's column = softmax(logits); a number t: softmax(standardised logits /
+        t) (logits scaled to mean 0 and standard deviation 1 over the advisors, so that t,
+        not the network, sets how sharp the columns are)."""
 
     def logits(self, x: torch.Tensor) -> torch.Tensor:
         """[n, inputs] -> advisor logits [n, advisors]."""
@@ -99,7 +103,11 @@ class HandEbdNet(torch.nn.Module):
 
     def embed(self, x: torch.Tensor) -> torch.Tensor:
         """[n, inputs] -> [n, advisors] (rows on the simplex)."""
-        return torch.softmax(self.logits(x), dim=-1)
+        z = self.logits(x)
+        if self.temperature is not None:
+            z = (z - z.mean(-1, keepdim=True)) / (z.std(-1, keepdim=True) + 1e-6)
+            z = z / self.temperature
+        return torch.softmax(z, dim=-1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """[n, inputs] -> predicted targets [n, targets]."""
@@ -125,6 +133,7 @@ class HandEbdConvNet(HandEbdNet):
             torch.nn.Conv2d(rounds, filters, kernel_size=(1, ranks)), torch.nn.ReLU(),
             torch.nn.Flatten(), torch.nn.Linear(filters * suits, advisors))
         self.head = torch.nn.Linear(advisors, targets)
+        self.temperature = None
 
 
 def class_inputs(config: GameConfig, r: int) -> np.ndarray:
@@ -303,9 +312,14 @@ def _holdout_mask(weights: np.ndarray, fraction: float, seed: int) -> np.ndarray
 
 def _train_round(net: HandEbdNet, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor,
                  budget: TrainingBudget, *, balance: float, sharpness: float, seed: int,
-                 progress: Callable[[int, float], None]) -> RoundDiagnostics:
+                 progress: Callable[[int, float], None], temperature: float = 1.0,
+                 anneal_epochs: int = 0) -> RoundDiagnostics:
     """Train ``net`` on one round's classes (inputs ``x`` [C, ...], targets ``y`` [C, T],
-    multiplicities ``w`` [C]) under ``budget``; returns its diagnostics."""
+    multiplicities ``w`` [C]) under ``budget``; returns its diagnostics.  With
+    ``temperature`` < 1 the softmax temperature falls geometrically from 1 to it over the
+    first ``anneal_epochs`` epochs; the learning-rate schedule and early stopping start
+    once it is reached."""
+    anneal = anneal_epochs if temperature != 1.0 else 0
     held = torch.as_tensor(_holdout_mask(w.numpy(), budget.holdout, seed))
     train_idx = torch.nonzero(~held).reshape(-1)
     held_idx = torch.nonzero(held).reshape(-1)
@@ -319,6 +333,8 @@ def _train_round(net: HandEbdNet, x: torch.Tensor, y: torch.Tensor, w: torch.Ten
         threshold=budget.min_delta, min_lr=budget.min_lr)
     best, best_state, best_epoch, waited, epoch = math.inf, None, 0, 0, 0
     for epoch in range(1, budget.max_epochs + 1):
+        if temperature != 1.0:
+            net.temperature = temperature ** min(1.0, epoch / anneal) if anneal else temperature
         net.train()
         order = train_idx[torch.randperm(len(train_idx), generator=gen)]
         total = 0.0
@@ -333,6 +349,8 @@ def _train_round(net: HandEbdNet, x: torch.Tensor, y: torch.Tensor, w: torch.Ten
         net.eval()
         with torch.no_grad():
             watched = float(_objective(net, x[watch], y[watch], w[watch], balance, sharpness))
+        if epoch < anneal:
+            continue
         sched.step(watched)
         if watched < best * (1 - budget.min_delta) or best_state is None:
             best, best_epoch, waited = watched, epoch, 0
@@ -363,7 +381,8 @@ def train_embedding(config: GameConfig, flop: int, turn: int, *, target: str = "
                     hidden: int | None = None, epochs: int | None = None,
                     batch: int | None = None, lr: float | None = None, seed: int = 0,
                     balance: float = 0.0, sharpness: float = 0.0, net: str = "mlp",
-                    budget: TrainingBudget | None = None,
+                    budget: TrainingBudget | None = None, temperature: float = 1.0,
+                    anneal_epochs: int = 100,
                     progress: Callable[[int, int, float], None] | None = None
                     ) -> EmbeddingFile:
     """Train one HandEbdNet per round (flop with ``flop`` advisors, turn with ``turn``) and
@@ -375,7 +394,12 @@ def train_embedding(config: GameConfig, flop: int, turn: int, *, target: str = "
     ``epochs`` / ``batch`` / ``lr`` override when given; ``balance`` > 0 adds ``balance *
     (log m - entropy of the mean advisor usage)`` (keeps advisors in use), ``sharpness`` > 0
     adds ``sharpness * mean entropy of Phi's columns`` (nats; pushes columns towards
-    one-hot); ``progress(round, epoch, training objective)`` after each epoch.
+    one-hot); ``temperature`` < 1: the logits are standardised over the advisors and the
+    softmax temperature is annealed from 1 to ``temperature`` over the first
+    ``anneal_epochs`` epochs (the schedule and early stopping start after), Phi being the
+    softmax at that temperature (without the standardisation the network would simply
+    scale its logits back up); ``progress(round, epoch, training objective)``
+    after each epoch.
 
     ``meta`` holds, keyed ``round_1`` / ``round_2``: ``loss``, ``target_variance``,
     ``trained``, ``advisors_used``, ``top1_mean``, ``heldout_loss``, ``epochs_run``,
@@ -396,6 +420,12 @@ def train_embedding(config: GameConfig, flop: int, turn: int, *, target: str = "
     if hidden < 1 or not (math.isfinite(balance) and balance >= 0) or not (
             math.isfinite(sharpness) and sharpness >= 0):
         raise TensorCFRError("hidden must be positive, balance and sharpness finite and >= 0")
+    if not (math.isfinite(temperature) and 0 < temperature <= 1):
+        raise TensorCFRError(f"--temperature must be in (0, 1], got {temperature!r}")
+    if temperature != 1.0 and (isinstance(anneal_epochs, bool) or not isinstance(
+            anneal_epochs, int) or not 0 <= anneal_epochs < budget.max_epochs):
+        raise TensorCFRError(f"--anneal-epochs must be an integer in [0, max epochs "
+                             f"{budget.max_epochs}), got {anneal_epochs!r}")
     started = time.perf_counter()
     phi: dict[int, np.ndarray] = {}
     diagnostics: dict[int, RoundDiagnostics] = {}
@@ -417,7 +447,8 @@ def train_embedding(config: GameConfig, flop: int, turn: int, *, target: str = "
 
         diagnostics[r] = _train_round(model, x, y, w, budget, balance=balance,
                                       sharpness=sharpness, seed=seed + r,
-                                      progress=round_progress)
+                                      progress=round_progress, temperature=temperature,
+                                      anneal_epochs=anneal_epochs)
         with torch.no_grad():
             phi[r] = model.embed(x).T.numpy().astype(np.float32)
 
@@ -429,6 +460,7 @@ def train_embedding(config: GameConfig, flop: int, turn: int, *, target: str = "
             "target": target, "net": net, "hidden": hidden, "budget": asdict(budget),
             "epochs": budget.max_epochs, "batch": budget.batch, "lr": budget.lr,
             "seed": seed, "balance": balance, "sharpness": sharpness,
+            "temperature": temperature, "anneal_epochs": anneal_epochs,
             "loss": per_round("loss"), "target_variance": per_round("target_variance"),
             "trained": per_round("trained"), "trained_ratio": TRAINED_RATIO,
             "advisors_used": per_round("advisors_used"), "top1_mean": per_round("top1_mean"),
@@ -491,6 +523,8 @@ class EmbedSettings:
     budget: TrainingBudget = field(default_factory=TrainingBudget)
     balance: float = 0.0
     sharpness: float = 0.0
+    temperature: float = 1.0
+    anneal_epochs: int = 100
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -519,7 +553,8 @@ def run_embed(settings: EmbedSettings,
     emb = train_embedding(settings.config, settings.flop, settings.turn,
                           target=settings.target, hidden=settings.hidden, seed=settings.seed,
                           balance=settings.balance, sharpness=settings.sharpness,
-                          net=settings.net, budget=settings.budget, progress=on_progress)
+                          temperature=settings.temperature,
+                          anneal_epochs=settings.anneal_epochs, net=settings.net, budget=settings.budget, progress=on_progress)
     for r, phi in emb.phi.items():
         check_finite_result(phi, f"Phi of round {r} (HandEbdNet training)")
     out = os.path.abspath(settings.out)
@@ -532,5 +567,5 @@ def run_embed(settings: EmbedSettings,
             "target": settings.target, "net": settings.net,
             **{key: meta.get(key, {}) for key in keys},
             "balance": settings.balance, "sharpness": settings.sharpness,
-            "budget": asdict(settings.budget), "seconds": round(meta.get("seconds", 0.0), 3),
+            "temperature": settings.temperature, "budget": asdict(settings.budget), "seconds": round(meta.get("seconds", 0.0), 3),
             "out": out}
