@@ -54,6 +54,18 @@ def test_sharpness_raises_top1_mean() -> None:
             r, soft.meta["top1_mean"], sharp.meta["top1_mean"])
 
 
+def test_annealed_temperature_gives_simplex_columns_and_is_recorded() -> None:
+    emb = train_embedding(SMALL, 4, 6, hidden=16, budget=BUDGET, temperature=0.1,
+                          anneal_epochs=5, epochs=8)
+    for phi in emb.phi.values():
+        assert np.allclose(phi.sum(0), 1.0, atol=1e-5) and (phi >= 0).all()
+    assert emb.meta["temperature"] == 0.1 and emb.meta["anneal_epochs"] == 5
+    with pytest.raises(TensorCFRError, match="--temperature"):
+        train_embedding(SMALL, 4, 6, temperature=2.0)
+    with pytest.raises(TensorCFRError, match="--anneal-epochs"):
+        train_embedding(SMALL, 4, 6, temperature=0.5, anneal_epochs=8, epochs=8)
+
+
 def test_budget_and_settings_refuse_bad_values(tmp_path) -> None:
     with pytest.raises(TensorCFRError, match="holdout"):
         TrainingBudget(holdout=1.0)
