@@ -180,7 +180,7 @@ def render(out: str, config: GameConfig, rows: list[dict[str, Any]], budget: Tra
     ax.set_yscale("log")
     ax.set_xlabel("vanilla CFR iterations (exact full sweeps)")
     ax.set_ylabel("exploitability in the full game (mb/g)")
-    ax.set_title(f"Embedding CFR with trained HandEbdNets, {config.describe()}, "
+    ax.set_title(f"Embedding CFR with trained HandEbdNets\n{config.describe()}, "
                  f"{args.flop} / {args.turn} advisors", fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
@@ -243,8 +243,8 @@ def markdown(config: GameConfig, rows: list[dict[str, Any]], budget: TrainingBud
         for row in full_rows:
             lines.append("| " + " | ".join([row["label"], *_diag_cells(row["meta"])]) + " |")
         lines.append("")
-    machines = sorted({r["meta"].get("machine", "") for r in rows + full_rows
-                       if r.get("meta")} | {r.get("machine", "") for r in rows} - {""})
+    machines = sorted(({r["meta"].get("machine", "") for r in rows + full_rows
+                        if r.get("meta")} | {r.get("machine", "") for r in rows}) - {""})
     lines += ["Machines and load at the end of each step:", ""]
     lines += [f"- {m}" for m in machines]
     return "\n".join(lines) + "\n"
