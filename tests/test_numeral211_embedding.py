@@ -11,9 +11,9 @@ import pytest
 
 from tensorcfr.errors import TensorCFRError
 from tensorcfr.games.numeral211.config import GameConfig
-from tensorcfr.games.numeral211.embedding_net import (EmbedSettings, TrainingBudget,
-                                                      class_planes, load_embedding, run_embed,
-                                                      train_embedding)
+from tensorcfr.games.numeral211.embedding_net import (TrainingBudget, class_planes,
+                                                      load_embedding, train_embedding)
+from tensorcfr.games.numeral211.run_embed import EmbedSettings, train_embedding_file
 
 SMALL = GameConfig(ranks="9TA", suits=2, max_bets=(2, 2, 2))  # 9 / 30 / 90 classes
 # no holdout: 30 flop classes are too few to generalise from; this checks the optimiser
@@ -71,16 +71,18 @@ def test_budget_and_settings_refuse_bad_values(tmp_path) -> None:
         TrainingBudget(holdout=1.0)
     with pytest.raises(TensorCFRError, match="max_epochs"):
         TrainingBudget(max_epochs=0)
-    with pytest.raises(TensorCFRError, match="--net"):
-        EmbedSettings(out=tmp_path / "x.npz", net="resnet")
-    with pytest.raises(TensorCFRError, match="--sharpness"):
-        EmbedSettings(out=tmp_path / "x.npz", sharpness=-1.0)
+    for kwargs, message in (({"net": "resnet"}, "--net"), ({"sharpness": -1.0}, "--sharpness"),
+                            ({"holdout": 1.0}, "--holdout"), ({"temperature": 0.0},
+                                                              "--temperature"),
+                            ({"temperature": 0.5, "epochs": 10}, "--anneal-epochs")):
+        with pytest.raises(TensorCFRError, match=message):
+            EmbedSettings(out=str(tmp_path / "x.npz"), **kwargs)
 
 
-def test_run_embed_writes_the_file_with_diagnostics(tmp_path) -> None:
+def test_library_run_writes_the_file_with_diagnostics(tmp_path) -> None:
     out = tmp_path / "phi.npz"
-    result = run_embed(EmbedSettings(out=out, config=SMALL, flop=3, turn=4, hidden=16,
-                                     budget=TrainingBudget(max_epochs=3, batch=16)))
+    result = train_embedding_file(EmbedSettings(out=str(out), game=SMALL, flop=3, turn=4,
+                                                hidden=16, epochs=3, batch=16)).to_dict()
     for key in ("loss", "target_variance", "advisors_used", "top1_mean", "trained",
                 "epochs_run"):
         assert set(result[key]) == set(ROUNDS), key

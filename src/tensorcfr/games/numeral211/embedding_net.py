@@ -49,7 +49,6 @@ import os
 import time
 import zipfile
 from dataclasses import asdict, dataclass, field, replace
-from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
@@ -63,8 +62,8 @@ from tensorcfr.games.numeral211.isomorphism import isomorphism
 from tensorcfr.utils.io import atomic_path
 
 __all__ = ["HandEbdNet", "HandEbdConvNet", "EmbeddingFile", "TrainingBudget",
-           "RoundDiagnostics", "EmbedSettings", "class_inputs", "class_targets",
-           "train_embedding", "run_embed", "save_embedding", "load_embedding",
+           "RoundDiagnostics", "class_inputs", "class_planes", "class_targets",
+           "train_embedding", "save_embedding", "load_embedding",
            "phi_diagnostics", "EMBEDDING_FORMAT", "TARGETS", "NETS", "TRAINED_RATIO",
            "DEFAULT_HIDDEN"]
 
@@ -504,68 +503,3 @@ def load_embedding(path: str | os.PathLike[str]) -> EmbeddingFile:
                                f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
                                ) from None
     return EmbeddingFile(config, phi, meta)
-
-
-
-@dataclass(frozen=True)
-class EmbedSettings:
-    """Everything one ``numeral211 embed`` run needs: the deck (``config``), advisors per
-    round, the network, the target, the budget, the loss terms, the seed and the output
-    file (NPZ, written atomically)."""
-
-    out: Path
-    config: GameConfig = field(default_factory=GameConfig)
-    flop: int = 225
-    turn: int = 396
-    net: str = "mlp"
-    target: str = "wtl"
-    hidden: int | None = None
-    budget: TrainingBudget = field(default_factory=TrainingBudget)
-    balance: float = 0.0
-    sharpness: float = 0.0
-    temperature: float = 1.0
-    anneal_epochs: int = 100
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        if self.net not in NETS:
-            raise TensorCFRError(f"unknown --net {self.net!r}: choose one of {', '.join(NETS)}")
-        if self.target not in TARGETS:
-            raise TensorCFRError(f"unknown --target {self.target!r}: choose one of "
-                                 f"{', '.join(TARGETS)}")
-        for name in ("balance", "sharpness"):
-            value = getattr(self, name)
-            if not (math.isfinite(value) and value >= 0):
-                raise TensorCFRError(f"--{name} must be finite and >= 0, got {value}")
-
-
-def run_embed(settings: EmbedSettings,
-              on_progress: Callable[[int, int, float], None] | None = None) -> dict[str, Any]:
-    """Train HandEbdNet per :class:`EmbedSettings`, refuse a diverged Phi
-    (:class:`~tensorcfr.utils.checks.NonFiniteResultError`, nothing written), save the
-    embedding file and return the run's summary: ``game``, ``advisors``, ``classes``,
-    ``target``, ``net``, per trained round (keyed ``round_<r>``) ``loss``,
-    ``target_variance``, ``trained``, ``advisors_used``, ``top1_mean``, ``epochs_run``,
-    then ``balance``, ``sharpness``, ``budget``, ``seconds``, ``out``.
-    ``on_progress(round, epoch, training objective)``."""
-    from tensorcfr.utils.checks import check_finite_result
-
-    emb = train_embedding(settings.config, settings.flop, settings.turn,
-                          target=settings.target, hidden=settings.hidden, seed=settings.seed,
-                          balance=settings.balance, sharpness=settings.sharpness,
-                          temperature=settings.temperature,
-                          anneal_epochs=settings.anneal_epochs, net=settings.net, budget=settings.budget, progress=on_progress)
-    for r, phi in emb.phi.items():
-        check_finite_result(phi, f"Phi of round {r} (HandEbdNet training)")
-    out = os.path.abspath(settings.out)
-    save_embedding(out, emb)
-    meta = emb.meta
-    keys = ("loss", "target_variance", "trained", "advisors_used", "top1_mean", "epochs_run")
-    return {"game": settings.config.to_dict(),
-            "advisors": {"flop": settings.flop, "turn": settings.turn},
-            "classes": dict(zip(("preflop", "flop", "turn"), meta.get("classes", []))),
-            "target": settings.target, "net": settings.net,
-            **{key: meta.get(key, {}) for key in keys},
-            "balance": settings.balance, "sharpness": settings.sharpness,
-            "temperature": settings.temperature, "budget": asdict(settings.budget), "seconds": round(meta.get("seconds", 0.0), 3),
-            "out": out}
