@@ -102,16 +102,32 @@ def embed_command(
     flop: int = typer.Option(225, "--flop", help="Advisors (rows of Phi) on the flop."),
     turn: int = typer.Option(396, "--turn", help="Advisors on the turn."),
     out: str = typer.Option(..., "--out", "-o", help="Embedding file to write (.npz)."),
+    net: str = typer.Option("mlp", "--net", help="mlp: card-presence MLP; conv: the paper's "
+                            "HandEbdNet (suit-plane convolution, 500 hidden)."),
     target: str = typer.Option("wtl", "--target", help="wtl: (win, tie, lose) at this and "
                                "earlier rounds; ehs: equities only; hist: the equity "
                                "histogram over the remaining cards."),
-    hidden: int = typer.Option(256, "--hidden", help="Hidden units of the encoder."),
-    epochs: int = typer.Option(60, "--epochs", help="Training epochs per round."),
-    batch: int = typer.Option(512, "--batch", help="Mini-batch size."),
-    lr: float = typer.Option(3e-3, "--lr", help="Adam learning rate (cosine decay)."),
+    hidden: Optional[int] = typer.Option(None, "--hidden", help="Hidden units (default: "
+                                         "256 for mlp, 500 for conv)."),
+    epochs: int = typer.Option(400, "--max-epochs", "--epochs", help="Most training epochs "
+                               "per round (early stopping on held-out classes ends sooner)."),
+    batch: int = typer.Option(128, "--batch", help="Mini-batch size (classes)."),
+    lr: float = typer.Option(1e-3, "--lr", help="Initial Adam learning rate (halved when "
+                             "the held-out loss stops improving)."),
+    holdout: float = typer.Option(0.1, "--holdout", help="Fraction of the infosets held "
+                                  "out for early stopping (seeded)."),
+    patience: int = typer.Option(30, "--patience", help="Epochs without a held-out "
+                                 "improvement before training stops."),
     seed: int = typer.Option(0, "--seed", help="Training seed."),
     balance: float = typer.Option(0.0, "--balance", help="Weight of the advisor-usage "
                                   "entropy term (0: plain MSE, the paper's loss)."),
+    sharpness: float = typer.Option(0.0, "--sharpness", help="Weight of the mean entropy "
+                                    "of Phi's columns (pushes them towards one-hot)."),
+    temperature: float = typer.Option(1.0, "--temperature", help="Final softmax "
+                                      "temperature over standardised logits (< 1 anneals "
+                                      "towards it; 1: plain softmax)."),
+    anneal_epochs: int = typer.Option(100, "--anneal-epochs", help="Epochs over which the "
+                                      "temperature is annealed."),
     ranks: Optional[str] = typer.Option(None, "--ranks", help="Deck ranks low to high "
                                         "(default 23456789TA)."),
     suits: Optional[int] = typer.Option(None, "--suits", help="Suits (default 4)."),
@@ -122,9 +138,12 @@ def embed_command(
     embedding) for `numeral211 solve --embedding`."""
     from tensorcfr.games.numeral211.run_embed import EmbedSettings, train_embedding_file
 
-    settings = EmbedSettings(out=out, flop=flop, turn=turn, target=target, hidden=hidden,
-                             epochs=epochs, batch=batch, lr=lr, seed=seed, balance=balance,
-                             game=game_config(ranks, suits), threads=threads)
+    settings = EmbedSettings(out=out, flop=flop, turn=turn, net=net, target=target,
+                             hidden=hidden, epochs=epochs, batch=batch, lr=lr,
+                             holdout=holdout, patience=patience, seed=seed, balance=balance,
+                             sharpness=sharpness, temperature=temperature,
+                             anneal_epochs=anneal_epochs, game=game_config(ranks, suits),
+                             threads=threads)
     with _status("training HandEbdNet", as_json) as status:
         def progress(r: int, epoch: int, loss: float) -> None:
             if status is not None:
@@ -136,7 +155,12 @@ def embed_command(
         print_json(trained.to_dict())
         return
     meta = trained.embedding.meta
-    err_console.print(f"HandEbdNet ({target}): flop {flop} x {meta['classes'][1]}, turn "
-                      f"{turn} x {meta['classes'][2]}, loss {meta['loss']}, "
-                      f"{meta['seconds']:.1f} s -> {trained.out}", highlight=False,
-                      soft_wrap=True)
+    rounds = "; ".join(
+        f"{ROUND_NAMES[r]} {m} x {meta['classes'][r]}: loss {meta['loss'][f'round_{r}']:.4g}"
+        f" (target variance {meta['target_variance'][f'round_{r}']:.4g}"
+        f"{'' if meta['trained'][f'round_{r}'] else ', NOT trained'}), "
+        f"{meta['advisors_used'][f'round_{r}']} advisors used, top1 mean "
+        f"{meta['top1_mean'][f'round_{r}']:.2f}, {meta['epochs_run'][f'round_{r}']} epochs"
+        for r, m in ((1, flop), (2, turn)))
+    err_console.print(f"HandEbdNet {net} ({target}): {rounds}; {meta['seconds']:.1f} s -> "
+                      f"{trained.out}", highlight=False, soft_wrap=True)

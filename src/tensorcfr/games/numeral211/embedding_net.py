@@ -1,35 +1,54 @@
 """HandEbdNet: the network that produces Embedding CFR's Phi for Numeral211 (PyTorch).
 
 For every suit-isomorphic class of the flop and the turn (its canonical representative
-cards), the input is the round-wise presence of the cards: three 0/1 vectors over the ``N``
-cards (private cards, flop card, turn card).  The network (our choices where the paper leaves
-details open):
+cards) a network maps the cards to a point of the probability simplex over ``m`` advisors
+(the class's column of Phi, [m]) and a linear head maps that point to the class's strength
+target ([T]).  One network per round, trained on all classes of the round, each weighted by
+the number of concrete infosets it stands for (:func:`~.abstractions.class_sizes`).  Two
+networks (``net``):
 
-    input [3N] -> Linear(3N, hidden) -> ReLU -> Linear(hidden, hidden) -> ReLU
-               -> Linear(hidden, m) -> softmax = the class's column of Phi  [m]
-               -> Linear(m, T) = predicted strength target  [T]
+* ``"mlp"`` (:class:`HandEbdNet`): input = three 0/1 vectors over the ``N`` cards (private
+  cards, flop card, turn card) [3N] -> Linear-ReLU-Linear-ReLU (``hidden`` = 256) -> Linear to
+  ``m`` logits -> softmax -> Linear(m, T);
+* ``"conv"`` (:class:`HandEbdConvNet`, the paper's Appendix C): input = the hand as a
+  [rounds, suits, ranks] 0/1 tensor (one plane per round of dealing up to the class's round,
+  suits in the class representative's canonical order) -> one convolution whose kernel
+  covers one suit's whole (ranks x rounds) plane, shared across the suits -> ReLU -> the
+  ``hidden``-long vector (500: 125 filters x 4 suits) -> Linear to ``m`` logits -> softmax
+  -> Linear(m, T).
 
-with ``m`` advisors (225 on the flop, 396 on the turn in the paper's budget) and the target
-(``target="wtl"``) the (win, tie, lose) probabilities of the class at its own round and at
-every earlier round (3 (r + 1) numbers, the k-recall winrate features), (``"ehs"``) the
-equities only (r + 1 numbers), or (``"hist"``) the class's equity histogram: the
-distribution of its turn equity over the remaining public cards in 10 equal-width bins, plus
-its own equity (11 numbers; at the turn the histogram is one bin).  Trained supervised on all classes (weighted by how many
-concrete infosets each stands for) with Adam and the weighted mean squared error, then frozen;
-Phi's columns are the softmax outputs.  The preflop is not embedded (identity).
+Targets (``target``): ``"wtl"`` the (win, tie, lose) probabilities of the class at its own
+round and every earlier round (3 (r + 1) numbers, the k-recall winrate features), ``"ehs"``
+the equities only (r + 1 numbers), ``"hist"`` the class's equity histogram (its turn equity
+over the remaining public cards in 10 equal-width bins, plus its own equity).
+
+Training (:func:`train_embedding`, one :class:`TrainingBudget` for every variant): Adam on
+the weighted mean squared error (summed over the target's entries), plus optionally
+``balance * (log m - entropy of the mean advisor usage)`` (keeps advisors in use) and
+``sharpness * mean column entropy`` (pushes each column of Phi towards one-hot); a seeded
+part of the classes (``holdout`` of the infosets) is held out, the learning rate is halved
+when the held-out objective stops improving and training stops (restoring the best
+network) when it has not improved for ``patience`` epochs or at ``max_epochs``.  Per round
+the diagnostics (:class:`RoundDiagnostics`): final weighted loss over all classes, the
+variance of the targets (the loss of predicting their weighted mean), advisors in use, the
+mean largest entry of Phi's columns, epochs, and whether the training counts as *trained*
+(loss <= :data:`TRAINED_RATIO` x variance).
 
 Files (:func:`save_embedding` / :func:`load_embedding`): NPZ with ``phi_<r>`` float32
 [m_r, C_r] for r = 1, 2 and ``meta`` (JSON: format ``tensorcfr-embedding``, game parameters,
-advisors, target, training settings, final losses, seconds).
+advisors, target, net, training settings, per-round diagnostics keyed ``round_<r>``,
+seconds).  The preflop is not embedded (identity).  Nothing here knows CFR or the CLI.
 """
 
 from __future__ import annotations
 
+import copy
 import json
+import math
 import os
 import time
 import zipfile
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Callable
 
 import numpy as np
@@ -38,21 +57,32 @@ import torch
 from tensorcfr.errors import CorruptFileError, TensorCFRError
 from tensorcfr.games.numeral211.abstractions import (class_representatives, class_sizes,
                                                       round_wtl)
-from tensorcfr.games.numeral211.config import GameConfig
+from tensorcfr.games.numeral211.config import GameConfig, hand_cards
 from tensorcfr.games.numeral211.isomorphism import isomorphism
 from tensorcfr.utils.io import atomic_path
 
-__all__ = ["HandEbdNet", "EmbeddingFile", "class_inputs", "class_targets", "train_embedding",
-           "save_embedding", "load_embedding", "EMBEDDING_FORMAT", "TARGETS"]
+__all__ = ["HandEbdNet", "HandEbdConvNet", "EmbeddingFile", "TrainingBudget",
+           "RoundDiagnostics", "class_inputs", "class_planes", "class_targets",
+           "train_embedding", "save_embedding", "load_embedding",
+           "phi_diagnostics", "EMBEDDING_FORMAT", "TARGETS", "NETS", "TRAINED_RATIO",
+           "DEFAULT_HIDDEN"]
 
 EMBEDDING_FORMAT = "tensorcfr-embedding"
 TARGETS = ("wtl", "ehs", "hist")
+NETS = ("mlp", "conv")
+DEFAULT_HIDDEN = {"mlp": 256, "conv": 500}
+"""Hidden size per network when none is given (conv: the paper's 500-long vector)."""
 HIST_BINS = 10
 """Bins of the ``hist`` target's equity histogram."""
+TRAINED_RATIO = 0.5
+"""A round counts as trained when its final loss is at most this fraction of its target
+variance (a network that predicts a constant has loss = variance)."""
 
 
 class HandEbdNet(torch.nn.Module):
-    """Encoder -> softmax over ``advisors`` (a column of Phi) -> linear strength head."""
+    """MLP encoder -> softmax over ``advisors`` (a column of Phi) -> linear strength head.
+
+    ``embed`` [n, inputs] -> [n, advisors]; ``forward`` -> [n, targets]."""
 
     def __init__(self, inputs: int, advisors: int, targets: int, hidden: int = 256) -> None:
         super().__init__()
@@ -61,21 +91,54 @@ class HandEbdNet(torch.nn.Module):
             torch.nn.Linear(hidden, hidden), torch.nn.ReLU(),
             torch.nn.Linear(hidden, advisors))
         self.head = torch.nn.Linear(advisors, targets)
+        self.temperature: float | None = None
+        """None: Phi's column = softmax(logits); a number t: softmax(standardised logits /
+        t) (logits scaled to mean 0 and standard deviation 1 over the advisors, so that t,
+        not the network, sets how sharp the columns are)."""
+
+    def logits(self, x: torch.Tensor) -> torch.Tensor:
+        """[n, inputs] -> advisor logits [n, advisors]."""
+        return self.encoder(x)
 
     def embed(self, x: torch.Tensor) -> torch.Tensor:
         """[n, inputs] -> [n, advisors] (rows on the simplex)."""
-        return torch.softmax(self.encoder(x), dim=-1)
+        z = self.logits(x)
+        if self.temperature is not None:
+            z = (z - z.mean(-1, keepdim=True)) / (z.std(-1, keepdim=True) + 1e-6)
+            z = z / self.temperature
+        return torch.softmax(z, dim=-1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """[n, inputs] -> predicted targets [n, targets]."""
         return self.head(self.embed(x))
 
 
-def class_inputs(config: GameConfig, r: int) -> np.ndarray:
-    """[C_r, 3N] float32: round-wise card presence of each class's representative."""
-    n = config.num_cards
-    from tensorcfr.games.numeral211.config import hand_cards
+class HandEbdConvNet(HandEbdNet):
+    """The paper's HandEbdNet (its Appendix C): input [n, rounds, suits, ranks] (0/1; the
+    rounds are the convolution's input channels), a convolution with kernel (1, ranks), i.e.
+    one suit's whole (ranks x rounds) plane, with ``ceil(hidden / suits)`` filters shared
+    across the suits, ReLU, the flattened [filters x suits] hidden vector, a fully connected
+    layer to ``advisors`` logits, softmax = Phi's column, a linear head to ``targets``.
 
+    Our choices where the paper is silent: the kernel is shared across suits (a convolution
+    slides it over the suit axis), the filter count makes the hidden vector ``hidden`` long
+    (500 = 125 x 4), no padding, bias everywhere, PyTorch's default initialisation."""
+
+    def __init__(self, rounds: int, suits: int, ranks: int, advisors: int, targets: int,
+                 hidden: int = 500) -> None:
+        torch.nn.Module.__init__(self)
+        filters = -(-hidden // suits)
+        self.encoder = torch.nn.Sequential(
+            torch.nn.Conv2d(rounds, filters, kernel_size=(1, ranks)), torch.nn.ReLU(),
+            torch.nn.Flatten(), torch.nn.Linear(filters * suits, advisors))
+        self.head = torch.nn.Linear(advisors, targets)
+        self.temperature = None
+
+
+def class_inputs(config: GameConfig, r: int) -> np.ndarray:
+    """[C_r, 3N] float32: round-wise card presence of each class's representative (private
+    cards, flop card, turn card; card = rank * suits + suit)."""
+    n = config.num_cards
     b, h = class_representatives(config, r)
     hands = hand_cards(config)[h]
     x = np.zeros((len(b), 3 * n), dtype=np.float32)
@@ -86,6 +149,14 @@ def class_inputs(config: GameConfig, r: int) -> np.ndarray:
     for j in range(boards.shape[1]):
         x[rows, (j + 1) * n + boards[:, j]] = 1
     return x
+
+
+def class_planes(config: GameConfig, r: int) -> np.ndarray:
+    """[C_r, r + 1, suits, ranks] float32: the conv net's input, the class representative's
+    cards per round of dealing (private, flop, turn) as suit x rank planes; the
+    representative is canonical, so its suits are in canonical order."""
+    x = class_inputs(config, r).reshape(-1, 3, len(config.ranks), config.suits)
+    return np.ascontiguousarray(x[:, :r + 1].transpose(0, 1, 3, 2))
 
 
 def class_targets(config: GameConfig, r: int, target: str = "wtl") -> np.ndarray:
@@ -133,69 +204,268 @@ class EmbeddingFile:
         return {r: int(p.shape[0]) for r, p in self.phi.items()}
 
 
+@dataclass(frozen=True)
+class TrainingBudget:
+    """How long and how HandEbdNet trains; one object shared by every compared variant.
+
+    ``max_epochs``: upper bound of passes over the training classes; ``batch``: classes per
+    Adam step; ``lr``: initial learning rate, multiplied by ``lr_factor`` when the held-out
+    objective has not improved (by a relative ``min_delta``) for ``lr_patience`` epochs,
+    never below ``min_lr``; training stops after ``patience`` epochs without improvement
+    and restores the best network; ``holdout``: fraction of the infosets (classes drawn in
+    a seeded order until their multiplicity reaches it) held out for that."""
+
+    max_epochs: int = 400
+    batch: int = 128
+    lr: float = 1e-3
+    holdout: float = 0.1
+    patience: int = 30
+    lr_patience: int = 10
+    lr_factor: float = 0.5
+    min_lr: float = 1e-5
+    min_delta: float = 1e-3
+
+    def __post_init__(self) -> None:
+        for name in ("max_epochs", "batch", "patience", "lr_patience"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise TensorCFRError(f"training budget: {name} must be a positive integer, "
+                                     f"got {value!r}")
+        for name in ("lr", "min_lr"):
+            if not (math.isfinite(getattr(self, name)) and getattr(self, name) > 0):
+                raise TensorCFRError(f"training budget: {name} must be positive and finite, "
+                                     f"got {getattr(self, name)!r}")
+        if not 0 <= self.holdout < 1:
+            raise TensorCFRError(f"training budget: holdout must be in [0, 1), got "
+                                 f"{self.holdout!r}")
+        if not 0 < self.lr_factor < 1:
+            raise TensorCFRError(f"training budget: lr_factor must be in (0, 1), got "
+                                 f"{self.lr_factor!r}")
+        if not (math.isfinite(self.min_delta) and self.min_delta >= 0):
+            raise TensorCFRError(f"training budget: min_delta must be >= 0, got "
+                                 f"{self.min_delta!r}")
+
+
+@dataclass(frozen=True)
+class RoundDiagnostics:
+    """What one round's training reached.
+
+    ``loss``: weighted MSE (summed over the target's entries) over all classes;
+    ``target_variance``: the same loss of predicting the targets' weighted mean;
+    ``trained``: ``loss <= TRAINED_RATIO * target_variance``; ``advisors_used``: advisors
+    that are the largest entry of at least one class's column; ``top1_mean``: mean over
+    classes (unweighted) of the largest entry of the column (1 = one-hot, 1/m = uniform);
+    ``heldout_loss``: the weighted MSE over the held-out classes (None without holdout);
+    ``epochs``: epochs run; ``best_epoch``: the epoch whose network was kept."""
+
+    loss: float
+    target_variance: float
+    trained: bool
+    advisors_used: int
+    top1_mean: float
+    heldout_loss: float | None
+    epochs: int
+    best_epoch: int
+
+
+def phi_diagnostics(phi: np.ndarray) -> tuple[int, float]:
+    """(advisors that are the argmax of at least one column, mean largest column entry) of a
+    Phi [m, C]."""
+    return int(len(np.unique(phi.argmax(0)))), float(phi.max(0).mean())
+
+
+def _weighted_mse(pred: torch.Tensor, y: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """Weighted mean over rows of the squared error summed over columns."""
+    return (((pred - y) ** 2).sum(1) * w).sum() / w.sum()
+
+
+def _objective(net: HandEbdNet, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor,
+               balance: float, sharpness: float) -> torch.Tensor:
+    """The training objective on a set of classes: weighted MSE + the optional usage balance
+    and column-entropy terms."""
+    phi = net.embed(x)
+    loss = _weighted_mse(net.head(phi), y, w)
+    if balance > 0:
+        usage = (phi * w[:, None]).sum(0) / w.sum()
+        entropy = -(usage * usage.clamp_min(1e-12).log()).sum()
+        loss = loss + balance * (math.log(phi.shape[1]) - entropy)
+    if sharpness > 0:
+        column_entropy = -(phi * phi.clamp_min(1e-12).log()).sum(1)
+        loss = loss + sharpness * (column_entropy * w).sum() / w.sum()
+    return loss
+
+
+def _holdout_mask(weights: np.ndarray, fraction: float, seed: int) -> np.ndarray:
+    """[C] bool: classes held out, drawn in a seeded random order until their multiplicity
+    reaches ``fraction`` of the total (none when fewer than 5 classes or fraction 0; never
+    all)."""
+    held = np.zeros(len(weights), dtype=bool)
+    if fraction <= 0 or len(weights) < 5:
+        return held
+    order = np.random.default_rng(seed).permutation(len(weights))
+    reached = np.cumsum(weights[order]) / weights.sum()
+    count = min(int(np.searchsorted(reached, fraction)) + 1, len(weights) - 1)
+    held[order[:count]] = True
+    return held
+
+
+def _train_round(net: HandEbdNet, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor,
+                 budget: TrainingBudget, *, balance: float, sharpness: float, seed: int,
+                 progress: Callable[[int, float], None], temperature: float = 1.0,
+                 anneal_epochs: int = 0) -> RoundDiagnostics:
+    """Train ``net`` on one round's classes (inputs ``x`` [C, ...], targets ``y`` [C, T],
+    multiplicities ``w`` [C]) under ``budget``; returns its diagnostics.  With
+    ``temperature`` < 1 the softmax temperature falls geometrically from 1 to it over the
+    first ``anneal_epochs`` epochs; the learning-rate schedule and early stopping start
+    once it is reached."""
+    anneal = anneal_epochs if temperature != 1.0 else 0
+    held = torch.as_tensor(_holdout_mask(w.numpy(), budget.holdout, seed))
+    train_idx = torch.nonzero(~held).reshape(-1)
+    held_idx = torch.nonzero(held).reshape(-1)
+    watch = held_idx if len(held_idx) else train_idx
+    with torch.no_grad():  # start at the mean: the softmax then only has to explain variation
+        net.head.bias.copy_((y[train_idx] * w[train_idx, None]).sum(0) / w[train_idx].sum())
+    gen = torch.Generator().manual_seed(seed)
+    opt = torch.optim.Adam(net.parameters(), lr=budget.lr)
+    sched = torch.optim.lr_scheduler.ReduceLROnPlateau(
+        opt, mode="min", factor=budget.lr_factor, patience=budget.lr_patience,
+        threshold=budget.min_delta, min_lr=budget.min_lr)
+    best, best_state, best_epoch, waited, epoch = math.inf, None, 0, 0, 0
+    for epoch in range(1, budget.max_epochs + 1):
+        if temperature != 1.0:
+            net.temperature = temperature ** min(1.0, epoch / anneal) if anneal else temperature
+        net.train()
+        order = train_idx[torch.randperm(len(train_idx), generator=gen)]
+        total = 0.0
+        for s in range(0, len(order), budget.batch):
+            idx = order[s:s + budget.batch]
+            loss = _objective(net, x[idx], y[idx], w[idx], balance, sharpness)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            total += float(loss.detach()) * len(idx)
+        progress(epoch, total / max(1, len(order)))
+        net.eval()
+        with torch.no_grad():
+            watched = float(_objective(net, x[watch], y[watch], w[watch], balance, sharpness))
+        if epoch < anneal:
+            continue
+        sched.step(watched)
+        if watched < best * (1 - budget.min_delta) or best_state is None:
+            best, best_epoch, waited = watched, epoch, 0
+            best_state = copy.deepcopy(net.state_dict())
+        else:
+            waited += 1
+            if waited >= budget.patience:
+                break
+    assert best_state is not None
+    net.load_state_dict(best_state)
+    net.eval()
+    with torch.no_grad():
+        phi = net.embed(x)
+        pred = net.head(phi)
+        loss = float(_weighted_mse(pred, y, w))
+        mean = (y * w[:, None]).sum(0) / w.sum()
+        variance = float(_weighted_mse(mean.expand_as(y), y, w))
+        heldout = float(_weighted_mse(pred[held_idx], y[held_idx], w[held_idx])) \
+            if len(held_idx) else None
+    used, top1 = phi_diagnostics(phi.T.numpy())
+    return RoundDiagnostics(loss=loss, target_variance=variance,
+                            trained=bool(loss <= TRAINED_RATIO * variance),
+                            advisors_used=used, top1_mean=top1, heldout_loss=heldout,
+                            epochs=epoch, best_epoch=best_epoch)
+
+
 def train_embedding(config: GameConfig, flop: int, turn: int, *, target: str = "wtl",
-                    hidden: int = 256, epochs: int = 60, batch: int = 512, lr: float = 3e-3,
-                    seed: int = 0, balance: float = 0.0,
+                    hidden: int | None = None, epochs: int | None = None,
+                    batch: int | None = None, lr: float | None = None, seed: int = 0,
+                    balance: float = 0.0, sharpness: float = 0.0, net: str = "mlp",
+                    budget: TrainingBudget | None = None, temperature: float = 1.0,
+                    anneal_epochs: int = 100,
                     progress: Callable[[int, int, float], None] | None = None
                     ) -> EmbeddingFile:
-    """Train one HandEbdNet per round (flop with ``flop`` advisors, turn with ``turn``);
-    ``progress(round, epoch, loss)`` after each epoch.  ``balance`` > 0 adds
-    ``balance * (log m - entropy of the batch's mean advisor usage)`` to the loss, which keeps
-    the softmax from collapsing onto a few advisors (without it HandEbdNet used 2 of 20).  Returns the frozen Phi matrices."""
+    """Train one HandEbdNet per round (flop with ``flop`` advisors, turn with ``turn``) and
+    return the frozen Phi matrices with the per-round diagnostics in ``meta``.
+
+    ``net``: ``"mlp"`` or ``"conv"`` (the paper's); ``hidden``: hidden size (default
+    :data:`DEFAULT_HIDDEN`); ``budget``: the :class:`TrainingBudget` (default
+    ``TrainingBudget()``), whose ``max_epochs`` / ``batch`` / ``lr`` the older keywords
+    ``epochs`` / ``batch`` / ``lr`` override when given; ``balance`` > 0 adds ``balance *
+    (log m - entropy of the mean advisor usage)`` (keeps advisors in use), ``sharpness`` > 0
+    adds ``sharpness * mean entropy of Phi's columns`` (nats; pushes columns towards
+    one-hot); ``temperature`` < 1: the logits are standardised over the advisors and the
+    softmax temperature is annealed from 1 to ``temperature`` over the first
+    ``anneal_epochs`` epochs (the schedule and early stopping start after), Phi being the
+    softmax at that temperature (without the standardisation the network would simply
+    scale its logits back up); ``progress(round, epoch, training objective)``
+    after each epoch.
+
+    ``meta`` holds, keyed ``round_1`` / ``round_2``: ``loss``, ``target_variance``,
+    ``trained``, ``advisors_used``, ``top1_mean``, ``heldout_loss``, ``epochs_run``,
+    ``best_epoch`` (see :class:`RoundDiagnostics`), plus the settings and ``seconds``."""
     counts = isomorphism(config).isomorphic_classes()
     for label, k in (("--flop", flop), ("--turn", turn)):
-        if not isinstance(k, int) or k < 1:
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise TensorCFRError(f"{label} must be a positive number of advisors, got {k!r}")
     if target not in TARGETS:
         raise TensorCFRError(f"unknown --target {target!r}: choose one of {', '.join(TARGETS)}")
-    if epochs < 1 or hidden < 1 or batch < 1 or not lr > 0 or not balance >= 0:
-        raise TensorCFRError("epochs, hidden, batch and lr must be positive, balance >= 0")
+    if net not in NETS:
+        raise TensorCFRError(f"unknown --net {net!r}: choose one of {', '.join(NETS)}")
+    budget = budget or TrainingBudget()
+    overrides = {k: v for k, v in (("max_epochs", epochs), ("batch", batch), ("lr", lr))
+                 if v is not None}
+    budget = replace(budget, **overrides)
+    hidden = DEFAULT_HIDDEN[net] if hidden is None else hidden
+    if hidden < 1 or not (math.isfinite(balance) and balance >= 0) or not (
+            math.isfinite(sharpness) and sharpness >= 0):
+        raise TensorCFRError("hidden must be positive, balance and sharpness finite and >= 0")
+    if not (math.isfinite(temperature) and 0 < temperature <= 1):
+        raise TensorCFRError(f"--temperature must be in (0, 1], got {temperature!r}")
+    if temperature != 1.0 and (isinstance(anneal_epochs, bool) or not isinstance(
+            anneal_epochs, int) or not 0 <= anneal_epochs < budget.max_epochs):
+        raise TensorCFRError(f"--anneal-epochs must be an integer in [0, max epochs "
+                             f"{budget.max_epochs}), got {anneal_epochs!r}")
     started = time.perf_counter()
     phi: dict[int, np.ndarray] = {}
-    losses: dict[str, float] = {}
-    gen = torch.Generator().manual_seed(seed)
-    torch.manual_seed(seed)
+    diagnostics: dict[int, RoundDiagnostics] = {}
     for r, m in ((1, flop), (2, turn)):
-        x = torch.as_tensor(class_inputs(config, r))
+        torch.manual_seed(seed + r)
         y = torch.as_tensor(class_targets(config, r, target))
         w = torch.as_tensor(class_sizes(config, r), dtype=torch.float32)
-        w = w / w.mean()
-        net = HandEbdNet(x.shape[1], m, y.shape[1], hidden)
-        opt = torch.optim.Adam(net.parameters(), lr=lr)
-        sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs)
-        n = len(x)
-        loss_value = float("nan")
-        for epoch in range(epochs):
-            order = torch.randperm(n, generator=gen)
-            total = 0.0
-            for s in range(0, n, batch):
-                idx = order[s:s + batch]
-                pred = net(x[idx])
-                loss = ((pred - y[idx]) ** 2).sum(1).mul(w[idx]).mean()
-                if balance > 0:
-                    usage = (net.embed(x[idx]) * w[idx, None]).sum(0) / w[idx].sum()
-                    entropy = -(usage * usage.clamp_min(1e-12).log()).sum()
-                    loss = loss + balance * (float(np.log(m)) - entropy)
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-                total += float(loss.detach()) * len(idx)
-            sched.step()
-            loss_value = total / n
+        if net == "conv":
+            x = torch.as_tensor(class_planes(config, r))
+            model: HandEbdNet = HandEbdConvNet(r + 1, config.suits, len(config.ranks), m,
+                                               y.shape[1], hidden)
+        else:
+            x = torch.as_tensor(class_inputs(config, r))
+            model = HandEbdNet(x.shape[1], m, y.shape[1], hidden)
+
+        def round_progress(epoch: int, loss: float, r: int = r) -> None:
             if progress is not None:
-                progress(r, epoch + 1, loss_value)
+                progress(r, epoch, loss)
+
+        diagnostics[r] = _train_round(model, x, y, w, budget, balance=balance,
+                                      sharpness=sharpness, seed=seed + r,
+                                      progress=round_progress, temperature=temperature,
+                                      anneal_epochs=anneal_epochs)
         with torch.no_grad():
-            net.eval()
-            emb = net.embed(x).double()
-            final = float((((net.head(emb.float()) - y) ** 2).sum(1) * w).mean())
-        phi[r] = emb.T.numpy().astype(np.float32)
-        losses[f"round_{r}"] = final
-    meta = {"format": EMBEDDING_FORMAT, "version": 1, "game": config.to_dict(),
+            phi[r] = model.embed(x).T.numpy().astype(np.float32)
+
+    def per_round(key: str) -> dict[str, Any]:
+        return {f"round_{r}": getattr(d, key) for r, d in diagnostics.items()}
+
+    meta = {"format": EMBEDDING_FORMAT, "version": 2, "game": config.to_dict(),
             "advisors": {"flop": flop, "turn": turn}, "classes": counts,
-            "target": target, "hidden": hidden, "epochs": epochs, "batch": batch, "lr": lr,
-            "seed": seed, "balance": balance, "loss": losses,
-            "advisors_used": {f"round_{r}": int(len(np.unique(p.argmax(0))))
-                              for r, p in phi.items()}, "seconds": time.perf_counter() - started}
+            "target": target, "net": net, "hidden": hidden, "budget": asdict(budget),
+            "epochs": budget.max_epochs, "batch": budget.batch, "lr": budget.lr,
+            "seed": seed, "balance": balance, "sharpness": sharpness,
+            "temperature": temperature, "anneal_epochs": anneal_epochs,
+            "loss": per_round("loss"), "target_variance": per_round("target_variance"),
+            "trained": per_round("trained"), "trained_ratio": TRAINED_RATIO,
+            "advisors_used": per_round("advisors_used"), "top1_mean": per_round("top1_mean"),
+            "heldout_loss": per_round("heldout_loss"), "epochs_run": per_round("epochs"),
+            "best_epoch": per_round("best_epoch"),
+            "seconds": time.perf_counter() - started}
     return EmbeddingFile(config, phi, meta)
 
 

@@ -27,39 +27,81 @@ class EmbedSettings:
     """Everything an embedding training needs (the options of ``numeral211 embed``).
 
     ``out``: the Phi file (.npz); ``flop`` / ``turn``: advisors (rows of Phi) per round;
-    ``target``: ``"wtl"`` (win, tie, lose at this and earlier rounds), ``"ehs"`` (equities)
-    or ``"hist"`` (equity histogram over the remaining cards); ``hidden``: encoder units;
-    ``epochs``: training epochs per round; ``batch``: mini-batch size; ``lr``: Adam learning
-    rate (cosine decay); ``seed``: training seed; ``balance``: weight of the advisor-usage
-    entropy term (0: the paper's plain MSE); ``game``: the deck (None: the paper's game);
-    ``threads``: torch CPU threads.  Value checks run here."""
+    ``net``: ``"mlp"`` or ``"conv"`` (the paper's HandEbdNet); ``target``: ``"wtl"`` (win,
+    tie, lose at this and earlier rounds), ``"ehs"`` (equities) or ``"hist"`` (equity
+    histogram over the remaining cards); ``hidden``: hidden units (None: 256 for the MLP,
+    500 for the conv net); the training budget (:class:`~.embedding_net.TrainingBudget`):
+    ``epochs`` (at most, per round), ``batch``, ``lr`` (Adam, halved on plateaus),
+    ``holdout`` (fraction of the infosets held out for early stopping), ``patience``
+    (epochs without a held-out improvement before stopping); ``balance``: weight of the
+    advisor-usage entropy term (0: the paper's plain MSE); ``sharpness``: weight of the mean
+    column entropy of Phi (0: none); ``temperature`` (< 1: standardised logits, softmax
+    temperature annealed to it over ``anneal_epochs``); ``seed``: training seed;
+    ``game``: the deck (None: the paper's game); ``threads``: torch CPU threads.  Value
+    checks run here."""
 
     out: str
     flop: int = 225
     turn: int = 396
+    net: str = "mlp"
     target: str = "wtl"
-    hidden: int = 256
-    epochs: int = 60
-    batch: int = 512
-    lr: float = 3e-3
+    hidden: Optional[int] = None
+    epochs: int = 400
+    batch: int = 128
+    lr: float = 1e-3
+    holdout: float = 0.1
+    patience: int = 30
     seed: int = 0
     balance: float = 0.0
+    sharpness: float = 0.0
+    temperature: float = 1.0
+    anneal_epochs: int = 100
     game: Optional[GameConfig] = None
     threads: int = 1
 
     def __post_init__(self) -> None:
+        from tensorcfr.games.numeral211.embedding_net import NETS, TARGETS
         from tensorcfr.utils.checks import MAX_SEED, check_int_range
 
         if self.threads < 1:
             raise TensorCFRError(f"--threads must be >= 1, got {self.threads}")
+        if self.net not in NETS:
+            raise TensorCFRError(f"unknown --net {self.net!r}: choose one of {', '.join(NETS)}")
+        if self.target not in TARGETS:
+            raise TensorCFRError(f"unknown --target {self.target!r}: choose one of "
+                                 f"{', '.join(TARGETS)}")
         check_int_range(self.seed, "--seed", 0, MAX_SEED)
         check_int_range(self.epochs, "--epochs", 1, 1_000_000)
-        check_int_range(self.hidden, "--hidden", 1, 65_536)
+        if self.hidden is not None:
+            check_int_range(self.hidden, "--hidden", 1, 65_536)
         check_int_range(self.batch, "--batch", 1, 2**24)
+        check_int_range(self.patience, "--patience", 1, 1_000_000)
         if not (self.lr > 0 and math.isfinite(self.lr)):
             raise TensorCFRError(f"--lr must be positive and finite, got {self.lr}")
-        if not math.isfinite(self.balance):
-            raise TensorCFRError(f"--balance must be finite, got {self.balance}")
+        if not (math.isfinite(self.holdout) and 0 <= self.holdout < 1):
+            raise TensorCFRError(f"--holdout must be in [0, 1), got {self.holdout}")
+        for name in ("balance", "sharpness"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value >= 0):
+                raise TensorCFRError(f"--{name} must be finite and >= 0, got {value}")
+        if not (math.isfinite(self.temperature) and 0 < self.temperature <= 1):
+            raise TensorCFRError(f"--temperature must be in (0, 1], got {self.temperature}")
+        if self.temperature != 1.0:
+            check_int_range(self.anneal_epochs, "--anneal-epochs", 0, self.epochs - 1,
+                            why="annealing must end before the last epoch")
+
+    def budget(self) -> Any:
+        """The :class:`~.embedding_net.TrainingBudget` of these settings."""
+        from tensorcfr.games.numeral211.embedding_net import TrainingBudget
+
+        return TrainingBudget(max_epochs=self.epochs, batch=self.batch, lr=self.lr,
+                              holdout=self.holdout, patience=self.patience)
+
+
+PER_ROUND_KEYS = ("loss", "target_variance", "trained", "advisors_used", "top1_mean",
+                  "epochs_run")
+"""Diagnostics ``numeral211 embed --json`` prints per trained round (keyed ``round_1`` /
+``round_2``), from the embedding file's meta."""
 
 
 @dataclass
@@ -73,21 +115,29 @@ class EmbedResult:
     out: str
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON object ``numeral211 embed --json`` prints (``seconds``: training time)."""
+        """The JSON object ``numeral211 embed --json`` prints: the settings, and per trained
+        round (keyed ``round_<r>``) ``loss`` (final weighted MSE), ``target_variance`` (the
+        loss of predicting the targets' weighted mean), ``trained`` (loss <= 0.5 x
+        variance), ``advisors_used`` (advisors that are some class's largest entry),
+        ``top1_mean`` (mean largest entry of Phi's columns), ``epochs_run``; ``seconds``:
+        training time."""
         s, meta = self.settings, self.embedding.meta
         return {"game": self.config.to_dict(), "advisors": {"flop": s.flop, "turn": s.turn},
-                "classes": dict(zip(ROUND_NAMES, meta["classes"])), "target": s.target,
-                "loss": meta["loss"], "advisors_used": meta["advisors_used"],
-                "balance": s.balance, "seconds": round(meta["seconds"], 3),
-                "threads": s.threads, "out": self.out}
+                "classes": dict(zip(ROUND_NAMES, meta.get("classes", []))),
+                "target": s.target, "net": s.net,
+                **{key: meta.get(key, {}) for key in PER_ROUND_KEYS},
+                "balance": s.balance, "sharpness": s.sharpness,
+                "temperature": s.temperature, "budget": meta.get("budget"),
+                "seconds": round(meta.get("seconds", 0.0), 3), "threads": s.threads,
+                "out": self.out}
 
 
 def train_embedding_file(settings: EmbedSettings,
                          progress: Optional[Callable[[int, int, float], None]] = None
                          ) -> EmbedResult:
     """Train HandEbdNet as ``settings`` describe and write Phi to ``settings.out``;
-    ``progress(round, epoch, loss)`` after each epoch.  NonFiniteResultError (nothing
-    written) when Phi diverged."""
+    ``progress(round, epoch, training objective)`` after each epoch.  NonFiniteResultError
+    (nothing written) when Phi diverged."""
     import torch
 
     from tensorcfr.games.numeral211.embedding_net import save_embedding, train_embedding
@@ -99,8 +149,9 @@ def train_embedding_file(settings: EmbedSettings,
     target_path = os.path.abspath(check_output_file(s.out, "--out"))
     config = s.game if s.game is not None else GameConfig()
     emb = train_embedding(config, s.flop, s.turn, target=s.target, hidden=s.hidden,
-                          epochs=s.epochs, batch=s.batch, lr=s.lr, seed=s.seed,
-                          balance=s.balance, progress=progress)
+                          seed=s.seed, balance=s.balance, sharpness=s.sharpness, net=s.net,
+                          budget=s.budget(), temperature=s.temperature,
+                          anneal_epochs=s.anneal_epochs, progress=progress)
     for r, phi in emb.phi.items():
         check_finite_result(phi, f"Phi of round {r} (HandEbdNet training)")
     save_embedding(target_path, emb)
