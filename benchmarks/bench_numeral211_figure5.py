@@ -206,13 +206,35 @@ def build_run(game: Any, builder: Builder, spec: dict[str, Any], averaging: str 
             sizes[f"round_{r}"] = float((np.asarray(emb.phi[r]).max(0) * w).sum() / w.sum())
         keep = ("loss", "target_variance", "advisors_used", "top1_mean", "target", "epochs",
                 "batch", "lr", "balance", "seconds", "network", "hidden", "early_stopping")
-        info.update(embedding={k: emb.meta[k] for k in keep if k in emb.meta},
+        meta = {k: emb.meta[k] for k in keep if k in emb.meta}
+        if "target_variance" not in meta:  # the loss of predicting the weighted mean
+            meta["target_variance"] = target_variance(builder.config,
+                                                      str(emb.meta.get("target", "wtl")))
+            meta["target_variance_source"] = "computed by this benchmark"
+        info.update(embedding=meta,
                     top1_mean_measured=sizes, phi_top=top,
                     buckets=[embeddings[0].num_advisors] + [e.num_advisors
                                                            for e in embeddings[1:]])
         rule = averaging or "uniform"
     info["inputs_seconds"] = time.perf_counter() - start
     return embeddings, info, rule
+
+
+def target_variance(config: GameConfig, target: str) -> dict[str, float]:
+    """Per round, HandEbdNet's weighted MSE of always predicting the weighted mean target
+    (classes weighted by their infosets, normalised to mean 1, as its loss weights them): a
+    trained network's loss must be clearly below it."""
+    from tensorcfr.games.numeral211.abstractions import class_sizes
+    from tensorcfr.games.numeral211.embedding_net import class_targets
+
+    out = {}
+    for r in (1, 2):
+        y = np.asarray(class_targets(config, r, target), dtype=np.float64)
+        w = class_sizes(config, r)
+        w = w / w.mean()
+        mean = (y * w[:, None]).sum(0) / w.sum()
+        out[f"round_{r}"] = float((((y - mean) ** 2).sum(1) * w).mean())
+    return out
 
 
 def evaluate(solver: Any, config: GameConfig) -> dict[str, float]:
