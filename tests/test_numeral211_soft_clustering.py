@@ -208,3 +208,17 @@ def test_averaging_rules_of_a_bucketed_abstraction(averaging: str) -> None:
                                   averaging="uniform", storage="cells")
         uniform.iterate(iterations)
         assert not torch.allclose(uniform.advisor_average()[2], average[2], atol=1e-6)
+
+
+def test_soft_clustering_file_roundtrip(tmp_path) -> None:
+    from tensorcfr.games.numeral211.embedding_net import load_embedding, save_embedding
+    from tensorcfr.games.numeral211.soft_clustering import soft_clustering_file
+
+    bmap = build_abstraction(TWO_SUITS, "krwemd", 3, 5, seed=1)
+    emb = soft_clustering_file(TWO_SUITS, bmap, 0.5)
+    save_embedding(tmp_path / "soft.npz", emb)
+    again = load_embedding(tmp_path / "soft.npz")
+    soft = soft_clustering(TWO_SUITS, bmap, 0.5)
+    for r in (1, 2):
+        assert np.allclose(again.phi[r], soft.phi[r], atol=1e-7)
+    assert again.meta["temperature"] == 0.5 and again.meta["source_method"] == "krwemd"

@@ -10,7 +10,8 @@ infosets, as k-means computes them), ``scale`` the weighted mean distance of a c
 own centre (so the temperature ``T`` is unit-free).  The preflop stays lossless (identity).
 As ``T`` tends to 0 the columns become the nearest-centre one-hot vectors, i.e. the bucket
 map itself wherever the clustering's labels are nearest-centre labels (``agreement`` 1),
-so Embedding CFR on them reproduces bucketed CFR (a test).
+so Embedding CFR on them reproduces bucketed CFR (a test).  :func:`soft_clustering_file`
+packs Phi in HandEbdNet's file format, so ``numeral211 solve --embedding`` runs it.
 
 Phi shapes: round r [m_r, C_r] with ``m_r`` = the map's buckets; returned as
 :class:`~tensorcfr.abstraction.abstract_cfr.Embedding` per round.  Nothing here runs CFR or
@@ -20,6 +21,7 @@ knows the betting.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -30,7 +32,8 @@ from tensorcfr.errors import TensorCFRError
 from tensorcfr.games.numeral211.abstractions import class_sizes, cluster_features
 from tensorcfr.games.numeral211.config import GameConfig
 
-__all__ = ["SoftClustering", "soft_clustering", "soft_clustering_embeddings"]
+__all__ = ["SoftClustering", "soft_clustering", "soft_clustering_embeddings",
+           "soft_clustering_file"]
 
 
 @dataclass(frozen=True)
@@ -88,3 +91,25 @@ def soft_clustering_embeddings(config: GameConfig, bmap: BucketMap, temperature:
     soft = soft_clustering(config, bmap, temperature)
     return [Embedding.from_labels(bmap.labels[0])] + [
         Embedding.from_matrix(soft.phi[r], top_k=top_k) for r in (1, 2)]
+
+
+def soft_clustering_file(config: GameConfig, bmap: BucketMap, temperature: float) -> Any:
+    """The soft clustering's Phi as an embedding file
+    (:class:`~tensorcfr.games.numeral211.embedding_net.EmbeddingFile`, saved by
+    :func:`~tensorcfr.games.numeral211.embedding_net.save_embedding` and run by
+    ``numeral211 solve --embedding``); its meta names the source map's method and
+    parameters, the temperature and the diagnostics of :class:`SoftClustering`."""
+    import time
+
+    from tensorcfr.games.numeral211.embedding_net import EMBEDDING_FORMAT, EmbeddingFile
+    from tensorcfr.games.numeral211.isomorphism import isomorphism
+
+    start = time.perf_counter()
+    soft = soft_clustering(config, bmap, temperature)
+    meta = {"format": EMBEDDING_FORMAT, "version": 1, "game": config.to_dict(),
+            "advisors": {"flop": int(soft.phi[1].shape[0]), "turn": int(soft.phi[2].shape[0])},
+            "classes": isomorphism(config).isomorphic_classes(),
+            "target": "soft clustering", "source_method": bmap.method,
+            "source_params": bmap.params, **soft.meta(),
+            "seconds": time.perf_counter() - start}
+    return EmbeddingFile(config, {r: soft.phi[r].astype(np.float32) for r in (1, 2)}, meta)
