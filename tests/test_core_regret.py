@@ -159,3 +159,23 @@ def test_regret_matching_on_cuda() -> None:  # pragma: no cover - no GPU in CI
     regrets = torch.tensor([1.0, 3.0, -1.0, 0.0, 2.0], device="cuda")
     strategy = regret_matching(regrets, ACTION_INFOSET.cuda(), 2)
     assert strategy.device.type == "cuda"
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_dense_regret_matching_in_place_is_bitwise_the_plain_rule(dtype) -> None:
+    """``regret_matching_dense(..., out=)`` (clamp, sum, one fused divide-add) gives
+    bitwise the plain rule: positive regrets over their sum, uniform where the sum is 0."""
+    from tensorcfr.core.public_tree import regret_matching_dense
+
+    regrets = torch.randn((3, 40, 50), generator=torch.Generator().manual_seed(2), dtype=dtype)
+    regrets[:, 0] = -1.0
+    regrets[:, 1, :7] = 0.0
+    positive = regrets.clamp_min(0)
+    total = positive.sum(0, keepdim=True)
+    plain = torch.where(total > 0, positive / torch.where(total > 0, total, 1.0),
+                        torch.full_like(total, 1.0 / 3))
+    out = torch.full_like(regrets, float("nan"))
+    assert regret_matching_dense(regrets, out=out) is out
+    assert torch.equal(out, plain)
+    assert torch.equal(regret_matching_dense(regrets), plain)
+    assert torch.equal(out[:, 0], torch.full_like(out[:, 0], 1.0 / 3))

@@ -177,3 +177,22 @@ def test_abstract_solver_over_classes_equals_cells(averaging: str) -> None:
         assert classes.exploitability() == pytest.approx(a, abs=1e-12)
         assert n211.exploitability(game, classes.average_policy()).exploitability == \
             pytest.approx(a, abs=1e-12)
+
+
+def test_showdown_layouts_agree_and_share_symmetric_card_lists(game) -> None:
+    """The board-major showdown (transposed blocks, one per-card list per symmetry orbit,
+    CSR lookups) equals the row-major sweep on random class reach (float64, 1e-12); with
+    four suits some boards keep fewer distinct per-card lists than cards."""
+    cls = n211.class_game(game)
+    count = cls.hands_per_round[-1]
+    opp = torch.rand((37, count), generator=torch.Generator().manual_seed(3),
+                     dtype=torch.float64)
+    board_major = cls._showdown_by_boards(opp)
+    row_major = cls._win_minus_lose(opp)
+    assert torch.allclose(board_major, row_major, rtol=0, atol=1e-12)
+    lists, list_of = cls._unique_card_lists()
+    n = game.config.num_cards
+    assert all(len(x) <= n for x in lists)
+    assert (list_of < np.array([len(x) for x in lists])[:, None]).all()
+    if game.config.suits == 4:
+        assert min(len(x) for x in lists) < n

@@ -298,8 +298,8 @@ class AbstractCFR:
             for acting, sl in self._node_slices(r):
                 if acting != player:
                     continue
-                sigma = regret_matching_dense(self.regrets[r][sl])
-                self.advisor_strategy[r][sl] = sigma
+                sigma = regret_matching_dense(self.regrets[r][sl],
+                                              out=self.advisor_strategy[r][sl])
                 if self.cell_strategy:
                     self._classes_to_cells(r, emb.down(sigma), self.cell_strategy[r][sl])
 

@@ -4,7 +4,6 @@ full-game tensor CFR solver and the exact exploitability of strategy files (regi
 
 from __future__ import annotations
 
-import math
 import time
 from typing import Any, Optional
 
@@ -73,42 +72,6 @@ def _dtype(name: str) -> Any:
 
 
 # ---------------------------------------------------------------------- info
-def game_info(config: Any, with_outcomes: bool = True) -> dict[str, Any]:
-    """Sizes of a variant: per-round lists (preflop, flop, turn) and totals."""
-    import torch
-
-    from tensorcfr.games.numeral211.outcomes import outcome_classes
-    from tensorcfr.games.numeral211.solver import build_game, estimate_bytes
-
-    game = build_game(config)
-    n = config.num_cards
-    decision_nodes, infosets, folds = [], [], []
-    shown = 0
-    for r, betting in enumerate(game.betting):
-        shown += config.public_cards[r]
-        nodes = betting.num_nodes * game.prefixes[r]
-        decision_nodes.append(nodes)
-        folds.append(len(betting.fold_histories) * game.prefixes[r])
-        boards = math.perm(n, shown)  # ordered public cards
-        infosets.append(nodes * boards * math.comb(n - shown, 2))
-    showdowns = game.prefixes[-1] * len(game.betting[-1].exit_histories)
-    info: dict[str, Any] = {
-        "game": config.describe(), "parameters": config.to_dict(),
-        "cards": n, "private_hands": config.num_hands,
-        "decision_nodes": decision_nodes, "infosets": infosets,
-        "isomorphic_classes": game.iso.isomorphic_classes(),
-        "fold_terminals": folds, "showdowns": showdowns,
-        "betting_prefixes": list(game.prefixes), "canonical_boards": list(game.num_boards),
-        "action_slots": [t.num_slots for t in game.rounds],
-        "memory_estimate_bytes": {"float32": estimate_bytes(game),
-                                  "float64": estimate_bytes(build_game(
-                                      config, dtype=torch.float64))},
-    }
-    if with_outcomes:
-        info["outcome_classes"] = outcome_classes(config)
-    return info
-
-
 def info_command(
     ranks: Optional[str] = _RANKS, suits: Optional[int] = _SUITS, ante: Optional[int] = _ANTE,
     bets: Optional[str] = _BETS, max_bets: Optional[str] = _MAX_BETS,
@@ -120,7 +83,9 @@ def info_command(
 
     try:
         config = game_config(ranks, suits, ante, bets, max_bets)
-        info = game_info(config)
+        from tensorcfr.games.numeral211.sizes import game_sizes
+
+        info = game_sizes(config)
     except TensorCFRError as exc:
         fail(str(exc), exc.exit_code)
     if json_out:
@@ -152,26 +117,63 @@ def info_command(
 
 
 # ---------------------------------------------------------------------- solve
-def _plot_curve(curve: list[dict[str, float]], path: str, title: str) -> None:
-    import matplotlib
+class _ProgressView:
+    """Shows a solve run's :class:`RunProgress` events on stderr: a rich progress bar on a
+    terminal, else (a log file, CI, ``--json``) a plain line per evaluation or minute; says
+    where a resumed run starts.  A context manager (the bar ends with it)."""
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    def __init__(self, resume: Optional[str], json_out: bool) -> None:
+        self.resume = resume
+        self.show_bar = not json_out and err_console.is_terminal
+        self.bar: Any = None
+        self.task: Any = None
+        self.last_line = time.perf_counter()
 
-    from tensorcfr.utils.io import atomic_path
+    def __enter__(self) -> "_ProgressView":
+        return self
 
-    fig, ax = plt.subplots(figsize=(6, 4))
-    ax.plot([p["iteration"] for p in curve], [p["mbg"] for p in curve], marker="o", ms=3)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("iteration")
-    ax.set_ylabel("exploitability (mb/g, thousandths of the ante)")
-    ax.set_title(title)
-    ax.grid(True, which="both", alpha=0.3)
-    fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=120)
-    plt.close(fig)
+    def __exit__(self, *exc: Any) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+    def __call__(self, p: Any) -> None:
+        if p.event == "start":
+            self._start(p)
+        elif self.bar is not None:
+            short = "floor" if p.measure == "average floor" else "expl"
+            self.bar.update(self.task, completed=p.iteration,
+                            expl="" if p.exploitability_mbg is None else
+                            f"{short} {p.exploitability_mbg:,.1f} mb/g")
+        else:
+            now = time.perf_counter()
+            if not p.evaluated and now - self.last_line < 60.0:
+                return
+            self.last_line = now
+            text = "" if p.exploitability_mbg is None or not p.evaluated else (
+                f", {p.measure} {p.exploitability_mbg:,.1f} mb/g")
+            err_console.print(f"{p.label}: iteration {p.iteration:,}/{p.target:,}{text} "
+                              f"({p.seconds:,.0f} s)", highlight=False, soft_wrap=True)
+
+    def _start(self, p: Any) -> None:
+        if p.resumed_from is not None:
+            err_console.print(f"resumed from {self.resume} at iteration {p.resumed_from:,}",
+                              highlight=False, soft_wrap=True)
+        if self.show_bar:
+            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                                       TimeElapsedColumn, TimeRemainingColumn)
+
+            self.bar = Progress(TextColumn(p.label), BarColumn(), MofNCompleteColumn(),
+                                TextColumn("{task.fields[expl]}"), TimeElapsedColumn(),
+                                TimeRemainingColumn(), console=err_console, transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task("solve", total=p.target, completed=p.iteration,
+                                          expl="")
+
+
+_STORAGE = typer.Option("classes", "--storage", help="Solver tables per suit-isomorphic "
+                        "class (classes, the default) or per (board, hand) cell (cells: "
+                        "the layout before per-class storage, e.g. to resume its "
+                        "checkpoints); sampled iterations always run on cells.")
 
 
 def solve_command(
@@ -220,207 +222,84 @@ def solve_command(
         "(default: exact full sweeps; 0 = every board through the sampled path)."),
     seed: int = typer.Option(0, "--seed", help="Seed of --sample-boards (iteration t's draw "
                              "depends only on the seed and t)."),
+    storage: str = _STORAGE,
 ) -> None:
     """Solve the whole unabstracted game with tensor CFR over the public tree (or, with
     --abstraction / --embedding, an abstraction or Embedding CFR); prints the exact
     exploitability (chips and mb/g per game) of the average strategy."""
-    sampling = None
-    if sample_boards is not None:
-        from tensorcfr.utils.checks import MAX_SEED, check_int_range
+    from tensorcfr.games.numeral211.run_abstract_solve import (AbstractSolveSettings,
+                                                               solve_abstract)
+    from tensorcfr.games.numeral211.run_solve import SolveSettings, solve
 
-        try:
-            check_int_range(sample_boards, "--sample-boards", 0, 2**31 - 1)
-            check_int_range(seed, "--seed", 0, MAX_SEED)
-        except TensorCFRError as exc:
-            fail(str(exc), exc.exit_code)
-        from tensorcfr.core.public_tree import BoardSampling
-
-        sampling = BoardSampling(sample_boards, seed)
-    if abstraction is not None or embedding is not None:
-        from tensorcfr.cli.numeral211_abstract import solve_abstract
-        from tensorcfr.utils.device import resolve_device
-        from tensorcfr.utils.resources import set_threads
-
-        try:
-            if checkpoint_minutes <= 0:
-                raise TensorCFRError("--checkpoint-minutes must be positive")
-            from tensorcfr.utils.io import check_output_file
-
-            for path, opt in ((save, "--save"), (out, "--out"), (plot, "--plot"),
-                              (curve_out, "--curve")):
-                if path is not None:
-                    check_output_file(path, opt)
-            requested = (game_config(ranks, suits, ante, bets, max_bets)
-                         if any(v is not None for v in (ranks, suits, ante, bets, max_bets))
-                         else None)
-            summary = solve_abstract(
-                abstraction=abstraction, embedding=embedding, top_k=phi_top,
-                requested=requested, max_memory=max_memory,
-                averaging=averaging, algo=algo, iterations=iterations, eval_every=eval_every,
-                out=out, plot=plot, curve_out=curve_out, dtype=_dtype(dtype),
-                device=resolve_device(device, "--device"), threads=set_threads(threads),
-                json_out=json_out, cfr_br=cfr_br, save=save, resume=resume,
-                checkpoint_seconds=checkpoint_minutes * 60, sampling=sampling)
-        except TensorCFRError as exc:
-            fail(str(exc), exc.exit_code)
-        if json_out:
-            print_json(summary)
-        elif cfr_br:
-            s0, s1 = summary["seats"]
-            console.print(f"{summary['game']} {summary['method']} CFR-BR ({summary['algo']}): "
-                          f"{summary['iterations']} iterations, {summary['seconds']:.1f} s; "
-                          f"floor {summary['floor']:.6g} chips/game = "
-                          f"{summary['floor_mbg']:.6g} mb/g (seat 0: b1 "
-                          f"{s0[s0['used'] if s0['used'] == 'average' else 'best_current']:.6g}"
-                          f" ({s0['used']}), seat 1: b0 "
-                          f"{s1[s1['used'] if s1['used'] == 'average' else 'best_current']:.6g}"
-                          f" ({s1['used']}))", highlight=False)
-        else:
-            console.print(f"{summary['game']} {summary['method']} {summary['algo']}: "
-                          f"{summary['iterations']} iterations, {summary['seconds']:.1f} s; "
-                          f"full-game exploitability {summary['exploitability']:.6g} "
-                          f"chips/game = {summary['exploitability_mbg']:.6g} mb/g",
-                          highlight=False)
-        return
-    from tensorcfr.games.numeral211 import solver as n211
-    from tensorcfr.utils.device import resolve_device
-    from tensorcfr.utils.resources import format_bytes, parse_memory, peak_rss_mb, set_threads
-
+    named = any(v is not None for v in (ranks, suits, ante, bets, max_bets))
+    common = dict(algo=algo, iterations=iterations, eval_every=eval_every, save=save,
+                  resume=resume, out=out, plot=plot, curve=curve_out,
+                  checkpoint_minutes=checkpoint_minutes, dtype=dtype, device=device,
+                  max_memory=max_memory, threads=threads, sample_boards=sample_boards,
+                  seed=seed, storage=storage)
+    abstract = abstraction is not None or embedding is not None
     try:
-        if cfr_br:
+        if cfr_br and not abstract:
             raise TensorCFRError("--cfr-br needs --abstraction or --embedding (the full game "
                                  "is its own floor)")
-        if iterations < 1:
-            raise TensorCFRError(f"--iterations must be at least 1, got {iterations}")
-        if eval_every < 0:
-            raise TensorCFRError(f"--eval-every must be >= 0, got {eval_every}")
-        if checkpoint_minutes <= 0:
-            raise TensorCFRError("--checkpoint-minutes must be positive")
-        from tensorcfr.utils.io import check_output_file
-
-        for path, opt in ((save, "--save"), (out, "--out"), (plot, "--plot"),
-                          (curve_out, "--curve")):
-            if path is not None:
-                check_output_file(path, opt)
-        n_threads = set_threads(threads)
-        dev = resolve_device(device, "--device")
-        the_dtype = _dtype(dtype)
-        limit = parse_memory(max_memory)
-        config = game_config(ranks, suits, ante, bets, max_bets)
-        curve: list[dict[str, float]] = []
-        if resume is not None:
-            from tensorcfr.games.numeral211.config import GameConfig, GameConfigError
-
-            meta = n211.read_checkpoint_meta(resume)
-            try:
-                saved_config = GameConfig.from_dict(meta["game"])
-            except (KeyError, GameConfigError) as exc:
-                raise TensorCFRError(f"checkpoint {resume!r}: bad game ({exc})") from None
-            named = any(v is not None for v in (ranks, suits, ante, bets, max_bets))
-            if named and config.to_dict() != saved_config.to_dict():
-                raise TensorCFRError(
-                    f"checkpoint {resume!r} is of {saved_config.describe()}, not of the "
-                    f"{config.describe()} the game options name; leave the game options out "
-                    "to continue the checkpoint's game, or start without --resume")
-            config = saved_config
-            if meta.get("dtype") != dtype:
-                raise TensorCFRError(f"checkpoint {resume!r} holds {meta.get('dtype')} state; "
-                                     f"resume with --dtype {meta.get('dtype')}")
-        game = n211.build_game(config, dtype=the_dtype, device=dev)
-        solver = n211.make_solver(game, algo, max_memory_bytes=limit, alpha=alpha, beta=beta,
-                                  gamma=gamma, sampling=sampling)
-        if resume is not None:
-            meta = n211.load_checkpoint(resume, solver, config)
-            curve = list(meta.get("curve") or [])
-            err_console.print(f"resumed from {resume} at iteration {solver.iteration:,}",
-                              highlight=False, soft_wrap=True)
-        start_iteration = solver.iteration
-        started = time.perf_counter()
-        every = eval_every if eval_every else iterations
-        show_bar = not json_out and err_console.is_terminal
-        if show_bar:
-            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                                       TimeElapsedColumn, TimeRemainingColumn)
-
-            with Progress(TextColumn(f"{algo}"), BarColumn(), MofNCompleteColumn(),
-                          TextColumn("{task.fields[expl]}"), TimeElapsedColumn(),
-                          TimeRemainingColumn(), console=err_console, transient=True) as bar:
-                task = bar.add_task("solve", total=iterations, completed=solver.iteration,
-                                    expl="")
-
-                def on_progress(p: Any) -> None:
-                    text = "" if p.exploitability is None else (
-                        f"expl {n211.to_mbg(p.exploitability, config):,.1f} mb/g")
-                    bar.update(task, completed=p.iteration, expl=text)
-
-                result = n211.run_solver(game, solver, iterations, eval_every=every,
-                                         checkpoint=save,
-                                         checkpoint_every_seconds=checkpoint_minutes * 60,
-                                         on_progress=on_progress, curve=curve)
-        else:  # no terminal (a log file, CI) or --json: a plain line per evaluation or minute
-            last_line = [time.perf_counter()]
-
-            def on_progress_line(p: Any) -> None:
-                now = time.perf_counter()
-                evaluated = p.iteration % every == 0 or p.iteration == iterations
-                if not evaluated and now - last_line[0] < 60.0:
-                    return
-                last_line[0] = now
-                text = "" if p.exploitability is None or not evaluated else (
-                    f", exploitability {n211.to_mbg(p.exploitability, config):,.1f} mb/g")
-                err_console.print(f"{algo}: iteration {p.iteration:,}/{iterations:,}{text} "
-                                  f"({now - started:,.0f} s)", highlight=False, soft_wrap=True)
-
-            result = n211.run_solver(game, solver, iterations, eval_every=every,
-                                     checkpoint=save,
-                                     checkpoint_every_seconds=checkpoint_minutes * 60,
-                                     on_progress=on_progress_line, curve=curve)
-        seconds = time.perf_counter() - started
-        final = result.curve[-1] if result.curve else None
-        if final is None or final["iteration"] != solver.iteration:
-            ex = n211.exploitability(game, solver.average_policy()).exploitability
-            final = {"iteration": solver.iteration, "exploitability": ex,
-                     "mbg": n211.to_mbg(ex, config), "seconds": seconds}
-        if out is not None:
-            n211.save_policy(out, game, solver.average_policy(), algo=algo,
-                             iterations=solver.iteration,
-                             exploitability=final["exploitability"])
-        if curve_out is not None:
-            from tensorcfr.utils.io import write_json_atomic
-
-            write_json_atomic(curve_out, {"game": config.to_dict(), "algo": algo,
-                                          "curve": result.curve})
-        if plot is not None and result.curve:
-            _plot_curve(result.curve, plot, f"{config.describe()} {algo}")
-        ran = solver.iteration - start_iteration
-        summary = {
-            "game": config.describe(), "algo": algo, "iterations": solver.iteration,
-            "iterations_run": ran, "resumed_from": start_iteration if resume else None,
-            "exploitability": final["exploitability"], "exploitability_mbg": final["mbg"],
-            "units": "exploitability = (b0 + b1) / 2 in chips per game; mb/g = thousandths "
-                     "of the ante per game",
-            "curve": result.curve, "seconds": seconds,
-            "ms_per_iteration": 1000 * seconds / ran if ran else None,
-            "peak_rss_bytes": int(peak_rss_mb() * 2**20),
-            "memory_estimate_bytes": solver.estimated_memory_bytes,
-            "threads": n_threads, "device": str(dev), "dtype": dtype,
-            "strategy_file": out, "checkpoint": save,
-            "sampling": ({"mode": "exact full sweeps"} if sampling is None
-                         else sampling.to_dict()),
-        }
+        game = game_config(ranks, suits, ante, bets, max_bets) if named else None
+        settings: Any
+        if abstract:
+            settings = AbstractSolveSettings(abstraction=abstraction, embedding=embedding,
+                                             game=game, phi_top=phi_top, averaging=averaging,
+                                             cfr_br=cfr_br, **common)  # type: ignore[arg-type]
+        else:
+            settings = SolveSettings(game=game, alpha=alpha, beta=beta, gamma=gamma,
+                                     **common)  # type: ignore[arg-type]
+        with _ProgressView(resume, json_out) as view:
+            result = (solve_abstract(settings, view) if abstract else solve(settings, view))
     except TensorCFRError as exc:
         fail(str(exc), exc.exit_code)
+    summary = result.to_dict()
     if json_out:
         print_json(summary)
-        return
-    console.print(f"{summary['game']} {algo}: {solver.iteration} iterations "
-                  f"({ran} this run, {seconds:.1f} s"
+    elif abstract:
+        _print_abstract_summary(summary)
+    else:
+        _print_solve_summary(summary, out=out, save=save, plot=plot, curve_out=curve_out)
+
+
+def _print_abstract_summary(summary: dict[str, Any]) -> None:
+    """The text lines of an abstract solve (CFR on the abstraction or a CFR-BR floor)."""
+    what = (f"CFR-BR ({summary['algo']})" if summary["solver"] == "cfr-br"
+            else summary["algo"])
+    head = f"{summary['game']} {summary['method']} {what}: "
+    ran = f"{summary['iterations']} iterations, {summary['seconds']:.1f} s; "
+    if summary["solver"] == "cfr-br":
+        s0, s1 = summary["seats"]
+        console.print(f"{head}{ran}floor {summary['floor']:.6g} chips/game = "
+                      f"{summary['floor_mbg']:.6g} mb/g (seat 0: b1 "
+                      f"{s0[s0['used'] if s0['used'] == 'average' else 'best_current']:.6g}"
+                      f" ({s0['used']}), seat 1: b0 "
+                      f"{s1[s1['used'] if s1['used'] == 'average' else 'best_current']:.6g}"
+                      f" ({s1['used']}))", highlight=False)
+    else:
+        console.print(f"{head}{ran}full-game exploitability {summary['exploitability']:.6g} "
+                      f"chips/game = {summary['exploitability_mbg']:.6g} mb/g",
+                      highlight=False)
+
+
+def _print_solve_summary(summary: dict[str, Any], *, out: Optional[str], save: Optional[str],
+                         plot: Optional[str], curve_out: Optional[str]) -> None:
+    """The text lines of a full-game solve and the files it wrote."""
+    from tensorcfr.utils.resources import format_bytes
+
+    ran = summary["iterations_run"]
+    console.print(f"{summary['game']} {summary['algo']}: {summary['iterations']} iterations "
+                  f"({ran} this run, {summary['seconds']:.1f} s"
                   + (f", {summary['ms_per_iteration']:.1f} ms/iteration" if ran else "")
-                  + f"), threads {n_threads}, device {dev}", highlight=False)
-    console.print(f"exploitability {final['exploitability']:.6g} chips/game = "
-                  f"{final['mbg']:.6g} mb/g (thousandths of the ante)", highlight=False)
+                  + f"), threads {summary['threads']}, device {summary['device']}",
+                  highlight=False)
+    console.print(f"exploitability {summary['exploitability']:.6g} chips/game = "
+                  f"{summary['exploitability_mbg']:.6g} mb/g (thousandths of the ante)",
+                  highlight=False)
     console.print(f"peak memory {format_bytes(summary['peak_rss_bytes'])} (estimate "
-                  f"{format_bytes(solver.estimated_memory_bytes)})", highlight=False)
+                  f"{format_bytes(summary['memory_estimate_bytes'])})", highlight=False)
     for path, what in ((out, "strategy"), (save, "checkpoint"), (plot, "plot"),
                        (curve_out, "curve")):
         if path is not None:

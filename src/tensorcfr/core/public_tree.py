@@ -122,16 +122,25 @@ class PublicTreeGame(Protocol):
     # cards its board stands for)`` into position ``sample.parents[r][i]``.
 
 
-def regret_matching_dense(regrets: Tensor) -> Tensor:
+def regret_matching_dense(regrets: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Regret matching over the leading action axis: ``regrets`` [A, ...] -> strategy [A, ...].
 
     Positive regrets normalised per infoset, uniform where they sum to 0 (the rule of
-    :func:`tensorcfr.core.regret.regret_matching`, for a dense action axis)."""
-    positive = regrets.clamp_min(0)
-    total = positive.sum(0, keepdim=True)
-    uniform = torch.full_like(total, 1.0 / regrets.shape[0])
-    return torch.where(total > 0, positive / torch.where(total > 0, total,
-                                                         torch.ones_like(total)), uniform)
+    :func:`tensorcfr.core.regret.regret_matching`, for a dense action axis).  ``out``: a
+    tensor of ``regrets``' shape to write into (not ``regrets`` itself); the rule then runs
+    in three passes over the array (clamp, sum, one fused divide-add) and allocates only
+    per-infoset temporaries, which is what keeps large rounds cheap (a fresh array of a
+    few hundred MB costs several times the arithmetic in page faults)."""
+    if out is None:
+        out = torch.empty_like(regrets)
+    torch.clamp(regrets, min=0, out=out)
+    total = out.sum(0, keepdim=True)
+    positive = total > 0
+    # where the sum is 0 every clamped regret is 0: 0 / 1 + 1/A; elsewhere x / total + 0
+    # (bitwise the quotient of the plain rule)
+    divisor = torch.where(positive, total, torch.ones_like(total))
+    uniform = (~positive).to(out.dtype).mul_(1.0 / regrets.shape[0])
+    return torch.addcdiv(uniform, out, divisor, out=out)
 
 
 def normalize_dense(cumulative: Tensor) -> Tensor:
@@ -424,7 +433,7 @@ class PublicTreeCFR:
         for r, tmpl in enumerate(self.game.rounds):
             for j, sl in enumerate(self._node_slices(r)):
                 if tmpl.players[j] == player:
-                    self.strategy[r][sl] = regret_matching_dense(self.regrets[r][sl])
+                    regret_matching_dense(self.regrets[r][sl], out=self.strategy[r][sl])
 
     def average_policy(self) -> list[Tensor]:
         """Average strategy per round [S_r, P_r, B_r, H] (normalised per node and hand)."""

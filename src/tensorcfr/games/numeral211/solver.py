@@ -89,6 +89,7 @@ __all__ = [
     "save_checkpoint", "load_checkpoint", "SolveProgress", "run_solver",
     "POLICY_FORMAT", "CHECKPOINT_FORMAT", "policy_to_classes", "estimate_bytes", "symmetrize_policy",
     "read_checkpoint_meta", "class_game", "ClassStorageCFR", "STORAGES", "cell_regrets",
+    "solver_storage",
 ]
 
 STORAGES = ("classes", "cells")
@@ -397,6 +398,12 @@ def cell_regrets(solver: PublicTreeCFR) -> list[Tensor]:
     return list(solver.regrets)
 
 
+def solver_storage(solver: PublicTreeCFR) -> str:
+    """``"classes"`` for a :class:`ClassStorageCFR`, else ``"cells"`` (the layout its tables,
+    and so its checkpoints, have)."""
+    return "classes" if isinstance(solver, ClassStorageCFR) else "cells"
+
+
 def make_solver(game: Numeral211PublicGame, algo: str = "cfr+", *,
                 max_memory_bytes: int | None = None, sampling: Any = None,
                 storage: str = "classes", **variant: float) -> PublicTreeCFR:
@@ -509,7 +516,8 @@ def save_checkpoint(path: str | Path, solver: PublicTreeCFR, config: GameConfig,
         "format": CHECKPOINT_FORMAT, "game": config.to_dict(), "iteration": solver.iteration,
         "algo": variant.name, "alpha": variant.alpha, "beta": variant.beta,
         "gamma": variant.gamma, "dtype": str(solver.dtype).removeprefix("torch."),
-        "sampling": None if solver.sampling is None else solver.sampling.to_dict(), **meta})
+        "sampling": None if solver.sampling is None else solver.sampling.to_dict(),
+        "storage": solver_storage(solver), **meta})
     _write_npz(path, arrays)
 
 
@@ -541,8 +549,31 @@ def load_checkpoint(path: str | Path, solver: PublicTreeCFR, config: GameConfig)
                f"--sample-boards {made.get('boards_per_parent')} --seed {made.get('seed')}")
         raise CorruptFileError(f"checkpoint {str(path)!r} was made with {how}; resume with "
                                "the same sampling")
-    restore_tables(solver, meta, data, path)
+    storage = solver_storage(solver)
+    _check_storage(path, meta, storage)
+    try:
+        restore_tables(solver, meta, data, path)
+    except CorruptFileError as exc:
+        if meta.get("storage") is None and "shape" in str(exc):  # an older checkpoint
+            other = "cells" if storage == "classes" else "classes"
+            raise CorruptFileError(f"checkpoint {str(path)!r}: {exc}; it seems to hold "
+                                   f"{_LAYOUT[other]} tables: resume with --storage {other}"
+                                   ) from None
+        raise
     return meta
+
+
+def _check_storage(path: str | Path, meta: dict[str, Any], storage: str) -> None:
+    """Refuse a checkpoint whose ``meta["storage"]`` is the other layout (checkpoints
+    written before the key existed have none: their arrays' shapes tell)."""
+    made = meta.get("storage")
+    if made is not None and made != storage:
+        raise CorruptFileError(f"checkpoint {str(path)!r} holds {_LAYOUT.get(made, made)} "
+                               f"tables, this solver {_LAYOUT[storage]} ones; resume with "
+                               f"--storage {made}")
+
+
+_LAYOUT = {"classes": "per-class", "cells": "per-cell"}
 
 
 def restore_tables(solver: Any, meta: dict[str, Any], data: Any, path: str | Path) -> None:

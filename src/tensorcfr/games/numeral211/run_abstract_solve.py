@@ -1,0 +1,396 @@
+"""One abstract Numeral211 solve run as a library call: :func:`solve_abstract` with an
+:class:`AbstractSolveSettings` (what ``tensorcfr numeral211 solve --abstraction FILE`` /
+``--embedding FILE`` runs).
+
+The run loads a bucket map (bucketed CFR) or a HandEbdNet Phi file (Embedding CFR), builds
+the game (the file's variant, or a named one with the same deck), checks the memory, creates
+the abstract solver (or CFR-BR on it for the abstraction's floor), resumes a checkpoint when
+asked (same game, abstraction, solver kind, algorithm, averaging, dtype, sampling and
+storage), iterates with exact full-game evaluations and periodic checkpoints, stops cleanly
+on SIGINT/SIGTERM (checkpoint written, then :class:`~tensorcfr.errors.InterruptedRun`), and
+writes the strategy file, the curve JSON and its plot.  Exploitability is
+``(b0 + b1) / 2`` in chips per game measured in the full game, also in mb/g (thousandths of
+the ante per game); a CFR-BR floor is ``(b1(sigma_0) + b0(sigma_1)) / 2``.
+
+Nothing here prints or parses command lines: progress goes to the optional callback
+(:class:`~.run_common.RunProgress` events), errors are one-line
+:class:`~tensorcfr.errors.TensorCFRError` subclasses naming the CLI options.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from tensorcfr.errors import TensorCFRError
+from tensorcfr.games.numeral211 import solver as n211
+from tensorcfr.games.numeral211.config import GameConfig
+from tensorcfr.games.numeral211.run_common import (ROUND_NAMES, ProgressCallback,
+                                                   RunProgress, check_dtype,
+                                                   check_output_files,
+                                                   check_positive_minutes, check_storage,
+                                                   sampling_dict, sampling_of)
+
+__all__ = ["AbstractSolveSettings", "AbstractSolveResult", "solve_abstract"]
+
+_CFR_UNITS = ("exploitability = (b0 + b1) / 2 in chips per game, measured in the full "
+              "game; mb/g = thousandths of the ante per game")
+_FLOOR_UNITS = ("floor = (b1(sigma_0) + b0(sigma_1)) / 2 in chips per game, b_i = "
+                "the unabstracted player i's best-response value against the other "
+                "seat's CFR-BR strategy (per seat the less exploitable of its final "
+                "average and its best current strategy); mb/g = thousandths of the "
+                "ante per game")
+
+
+@dataclass(frozen=True)
+class AbstractSolveSettings:
+    """Everything an abstract solve run needs (``numeral211 solve --abstraction`` /
+    ``--embedding`` and their options).
+
+    Exactly one of ``abstraction`` (bucket map ``.npz`` of ``numeral211 abstract``) and
+    ``embedding`` (Phi ``.npz`` of ``numeral211 embed``).  ``game``: the variant (None: the
+    file's, or the checkpoint's when resuming; it must share the file's deck, the betting may
+    differ).  ``phi_top``: Embedding CFR keeps the k largest entries of each column of Phi.
+    ``averaging``: ``"reach"`` or ``"uniform"`` weighting of advisor strategies (CFR-BR always
+    reach).  ``algo``: cfr or cfr+.  ``cfr_br``: the abstraction's floor by CFR-BR instead of
+    CFR on the abstraction.  ``iterations``, ``eval_every``, ``save``, ``resume``, ``out``,
+    ``plot``, ``curve``, ``checkpoint_minutes``, ``dtype``, ``device``, ``max_memory``,
+    ``threads``, ``sample_boards``, ``seed`` and ``storage``: as in
+    :class:`~.run_solve.SolveSettings`."""
+
+    abstraction: Optional[str] = None
+    embedding: Optional[str] = None
+    game: Optional[GameConfig] = None
+    phi_top: int = 8
+    averaging: str = "reach"
+    algo: str = "cfr+"
+    cfr_br: bool = False
+    iterations: int = 100
+    eval_every: int = 0
+    save: Optional[str] = None
+    resume: Optional[str] = None
+    out: Optional[str] = None
+    plot: Optional[str] = None
+    curve: Optional[str] = None
+    checkpoint_minutes: float = 10.0
+    dtype: str = "float32"
+    device: str = "cpu"
+    max_memory: Optional[str] = None
+    threads: Optional[int] = None
+    sample_boards: Optional[int] = None
+    seed: int = 0
+    storage: str = "classes"
+
+    def __post_init__(self) -> None:
+        sampling_of(self.sample_boards, self.seed)
+        check_positive_minutes(self.checkpoint_minutes)
+        if (self.abstraction is None) == (self.embedding is None):
+            raise TensorCFRError("give either --abstraction or --embedding, not both")
+        name = self.algo.strip().lower()
+        if name not in ("cfr", "cfr+"):
+            raise TensorCFRError(f"--algo {self.algo!r}: abstract solving runs cfr (the "
+                                 "papers') or cfr+")
+        object.__setattr__(self, "algo", name)
+        if self.iterations < 1 or self.eval_every < 0:
+            raise TensorCFRError("--iterations must be >= 1 and --eval-every >= 0")
+        object.__setattr__(self, "dtype", check_dtype(self.dtype))
+        object.__setattr__(self, "storage", check_storage(self.storage))
+        if self.embedding is not None and self.phi_top < 1:
+            raise TensorCFRError(f"--phi-top must be >= 1, got {self.phi_top}")
+        if self.sample_boards is not None and self.cfr_br:
+            raise TensorCFRError("--cfr-br runs exact full sweeps; leave out --sample-boards")
+
+
+@dataclass
+class AbstractSolveResult:
+    """What an abstract solve run did.  ``game`` / ``solver``: the built full game and the
+    abstract solver after the run; ``summary``: the JSON object ``numeral211 solve
+    --abstraction ... --json`` prints (:meth:`to_dict`; with CFR-BR it also has ``floor``,
+    ``floor_mbg``, ``average``, ``seats``)."""
+
+    game: Any
+    solver: Any
+    summary: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def iterations(self) -> int:
+        """Iterations done in total."""
+        return int(self.summary["iterations"])
+
+    @property
+    def exploitability(self) -> float:
+        """Full-game exploitability of the result, chips per game (CFR-BR: the floor)."""
+        return float(self.summary["exploitability"])
+
+    @property
+    def curve(self) -> list[dict[str, Any]]:
+        """The evaluations of the run (keys as in the summary's ``curve``)."""
+        return list(self.summary["curve"])
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON-ready summary."""
+        return dict(self.summary)
+
+
+def _requested_game(s: AbstractSolveSettings) -> Optional[GameConfig]:
+    """The variant to solve as named: the settings', else a resumed checkpoint's, else None
+    (the file's)."""
+    if s.game is not None or s.resume is None:
+        return s.game
+    from tensorcfr.games.numeral211.abstract_checkpoint import read_abstract_checkpoint_meta
+    from tensorcfr.games.numeral211.config import GameConfigError
+
+    meta = read_abstract_checkpoint_meta(s.resume)
+    try:  # the variant the checkpoint solved (its betting may differ from the file's)
+        return GameConfig.from_dict(meta.get("game"))
+    except GameConfigError as exc:
+        raise TensorCFRError(f"checkpoint {s.resume!r}: bad game ({exc})") from None
+
+
+def _game_and_embeddings(s: AbstractSolveSettings, requested: Optional[GameConfig],
+                         dtype: Any, device: Any) -> tuple[Any, list[Any], str, str, list[int]]:
+    """(game, per-round embeddings, method, source file, advisors per round) of the bucket
+    map or Phi file the settings name."""
+    import numpy as np
+
+    from tensorcfr.abstraction.abstract_cfr import Embedding
+    from tensorcfr.games.numeral211.abstract_solve import bucket_embeddings
+
+    if s.abstraction is not None:
+        from tensorcfr.abstraction.bucket_map import load_bucket_map
+
+        bmap = load_bucket_map(s.abstraction)
+        if bmap.game != "numeral211":
+            raise TensorCFRError(f"{s.abstraction!r} is a bucket map of {bmap.game}, not of "
+                                 "numeral211")
+        config = requested if requested is not None else GameConfig.from_dict(bmap.variant)
+        game = n211.build_game(config, dtype=dtype, device=device)
+        return (game, bucket_embeddings(game, bmap), bmap.method, s.abstraction,
+                list(bmap.num_buckets))
+    from tensorcfr.games.numeral211.embedding_net import load_embedding
+    from tensorcfr.games.numeral211.isomorphism import isomorphism
+
+    emb_file = load_embedding(s.embedding)  # type: ignore[arg-type]
+    config = emb_file.config
+    if requested is not None:
+        from tensorcfr.games.numeral211.abstractions import same_deck
+
+        if not same_deck(config, requested):
+            from tensorcfr.abstraction.bucket_map import BucketMapMismatchError
+
+            raise BucketMapMismatchError(
+                f"the embedding was trained for ranks {config.ranks!r} x {config.suits} "
+                f"suits, not for ranks {requested.ranks!r} x {requested.suits} suits; "
+                "train one with `numeral211 embed` for this deck")
+        config = requested
+    game = n211.build_game(config, dtype=dtype, device=device)
+    counts = isomorphism(config).isomorphic_classes()
+    embeddings = [Embedding.from_labels(np.arange(counts[0]))]
+    embeddings += [Embedding.from_matrix(emb_file.phi[r], top_k=s.phi_top) for r in (1, 2)]
+    advisors = [counts[0]] + [e.num_advisors for e in embeddings[1:]]
+    return game, embeddings, "embedding", s.embedding, advisors  # type: ignore[return-value]
+
+
+def _check_memory(game: Any, dtype: Any, sampling: Any, max_memory: Optional[str]) -> int:
+    """Estimated bytes of abstract solving ``game`` (MemoryLimitError above the limit):
+    three cell-sized arrays per round (instantaneous regrets, weighted strategies, the cell
+    strategy), as the full solver's regrets / average / strategy, plus the class arrays."""
+    from tensorcfr.core.public_tree import estimate_solver_bytes
+    from tensorcfr.errors import MemoryLimitError
+    from tensorcfr.utils.resources import format_bytes, parse_memory
+
+    need = int(estimate_solver_bytes(game, dtype, sampling) * 1.15)
+    limit = parse_memory(max_memory)
+    if need > limit:
+        raise MemoryLimitError(f"abstract solving of {game.config.describe()} needs about "
+                               f"{format_bytes(need)} but {format_bytes(limit)} are allowed; "
+                               "free memory, raise --max-memory or use a smaller variant")
+    return need
+
+
+def _storage_of(solver: Any) -> str:
+    from tensorcfr.games.numeral211.abstract_solve import ClassStorageAbstractCFR
+
+    return "classes" if isinstance(solver, ClassStorageAbstractCFR) else "cells"
+
+
+def solve_abstract(settings: AbstractSolveSettings,
+                   progress: Optional[ProgressCallback] = None) -> AbstractSolveResult:
+    """Run the abstract solve ``settings`` describe; ``progress`` gets a ``"start"`` event
+    and one ``"iteration"`` event per iteration.  Returns the game, the abstract solver and
+    the summary; TensorCFRError (one line) on bad input, InterruptedRun on SIGINT/SIGTERM
+    (after writing the checkpoint when ``save`` is set)."""
+    import torch
+
+    from tensorcfr.games.numeral211.abstract_checkpoint import (embedding_fingerprint,
+                                                                load_abstract_checkpoint,
+                                                                save_abstract_checkpoint)
+    from tensorcfr.games.numeral211.abstract_solve import abstract_solver, run_abstract
+    from tensorcfr.utils.device import resolve_device
+    from tensorcfr.utils.interrupts import deferred_stop, interrupted
+    from tensorcfr.utils.resources import set_threads
+
+    s = settings
+    check_output_files(save=s.save, out=s.out, plot=s.plot, curve=s.curve)
+    device = resolve_device(s.device, "--device")
+    threads = set_threads(s.threads)
+    dtype = getattr(torch, s.dtype)
+    sampling = sampling_of(s.sample_boards, s.seed)
+    requested = _requested_game(s)
+    game, embeddings, method, source, advisors = _game_and_embeddings(s, requested, dtype,
+                                                                      device)
+    config = game.config
+    need = _check_memory(game, dtype, sampling, s.max_memory)
+    solver = abstract_solver(game, embeddings, algo=s.algo,
+                             averaging="reach" if s.cfr_br else s.averaging,
+                             sampling=sampling, storage=s.storage)
+    storage = _storage_of(solver)
+    fingerprint = embedding_fingerprint(embeddings)
+    runner: Any = None
+    if s.cfr_br:
+        from tensorcfr.abstraction.cfr_br import CFRBR
+
+        runner = CFRBR(solver)
+    curve: list[dict[str, Any]] = []
+    resumed_from: Optional[int] = None
+    mode = sampling_dict(sampling)
+    if s.resume is not None:
+        meta = load_abstract_checkpoint(s.resume, solver, config, fingerprint=fingerprint,
+                                        cfr_br=runner)
+        made = meta.get("sampling") or {"mode": "exact full sweeps"}
+        if made != mode:
+            raise TensorCFRError(f"checkpoint {s.resume!r} was made with {made}; resume with "
+                                 "the same --sample-boards and --seed (or none)")
+        made_storage = meta.get("storage")
+        if made_storage is not None and made_storage != storage:
+            raise TensorCFRError(f"checkpoint {s.resume!r} was made with --storage "
+                                 f"{made_storage}; resume with --storage {made_storage} (the "
+                                 "other layout rounds differently, so the run would not "
+                                 "continue bitwise)")
+        curve = list(meta.get("curve") or [])
+        resumed_from = solver.iteration
+    file_meta = {"method": method, "source": source,
+                 "phi_top": s.phi_top if s.embedding is not None else None, "sampling": mode,
+                 "storage": storage}
+    last_save = [time.perf_counter()]
+
+    def checkpoint(points: list[dict[str, Any]], force: bool = False) -> None:
+        if s.save is None:
+            return
+        if force or time.perf_counter() - last_save[0] >= s.checkpoint_minutes * 60:
+            save_abstract_checkpoint(s.save, solver, config, fingerprint=fingerprint,
+                                     cfr_br=runner, curve=points, **file_meta)
+            last_save[0] = time.perf_counter()
+
+    label = f"{method} {'CFR-BR ' if s.cfr_br else ''}{s.algo}"
+    measure = "average floor" if s.cfr_br else "exploitability"
+    started = time.perf_counter()
+    start_iteration = solver.iteration
+    every = s.eval_every if s.eval_every else s.iterations
+    if progress is not None:
+        progress(RunProgress("start", label, start_iteration, s.iterations, 0.0,
+                             measure=measure, resumed_from=resumed_from))
+
+    def on_progress(t: int, ex: Optional[float]) -> None:
+        if progress is not None:
+            progress(RunProgress(
+                "iteration", label, t, s.iterations, time.perf_counter() - started,
+                exploitability=ex,
+                exploitability_mbg=None if ex is None else n211.to_mbg(ex, config),
+                evaluated=t % every == 0 or t == s.iterations, measure=measure,
+                resumed_from=resumed_from))
+
+    floor: Optional[dict[str, Any]] = None
+    with deferred_stop() as stop:
+        def after_iteration(points: list[dict[str, Any]]) -> None:
+            if stop.requested:  # between two iterations: the state is whole
+                if s.save is None:
+                    raise interrupted(stop, f"at iteration {solver.iteration:,}; nothing was "
+                                      "saved (give --save FILE to keep the work of a run)")
+                checkpoint(points, force=True)
+                raise interrupted(stop, f"checkpoint {s.save} written at iteration "
+                                  f"{solver.iteration:,}; continue with --resume {s.save}")
+            checkpoint(points)
+
+        if s.cfr_br:
+            from tensorcfr.games.numeral211.floor import cfr_br_floor
+
+            floor = cfr_br_floor(game, None, s.iterations, eval_every=every, cfr_br=runner,
+                                 curve=curve, on_progress=on_progress,
+                                 on_iteration=after_iteration)
+            curve = floor["curve"]
+        else:
+            curve = run_abstract(game, solver, s.iterations, eval_every=every,
+                                 on_progress=on_progress, curve=curve,
+                                 on_iteration=after_iteration)
+    seconds = time.perf_counter() - started
+    checkpoint(curve, force=True)
+    common = {"game": config.describe(), "algo": s.algo, "method": method, "source": source,
+              "advisors": dict(zip(ROUND_NAMES, advisors)),
+              "phi_top": s.phi_top if s.embedding is not None else None,
+              "iterations": solver.iteration, "iterations_run": solver.iteration
+              - start_iteration, "resumed_from": resumed_from, "checkpoint": s.save,
+              "seconds": seconds, "memory_estimate_bytes": need, "threads": threads,
+              "device": str(device), "strategy_file": s.out, "sampling": mode,
+              "storage": storage}
+    if s.cfr_br:
+        assert floor is not None and runner is not None
+        summary = _finish_floor(s, game, solver, runner, floor, curve, method, source)
+    else:
+        summary = _finish_cfr(s, game, solver, curve, method, source)
+    return AbstractSolveResult(game=game, solver=solver, summary={**common, **summary})
+
+
+def _finish_cfr(s: AbstractSolveSettings, game: Any, solver: Any, curve: list[dict[str, Any]],
+                method: str, source: str) -> dict[str, Any]:
+    """Write the outputs of a CFR run on the abstraction; its part of the summary."""
+    config = game.config
+    final = curve[-1]
+    if s.out is not None:
+        n211.save_policy(s.out, game, solver.average_policy(), algo=f"{method}+{s.algo}",
+                         iterations=solver.iteration, exploitability=final["exploitability"])
+    if s.curve is not None:
+        from tensorcfr.utils.io import write_json_atomic
+
+        write_json_atomic(s.curve, {"game": config.to_dict(), "algo": s.algo,
+                                    "method": method, "source": source, "curve": curve})
+    if s.plot is not None:
+        from tensorcfr.games.numeral211.plots import plot_exploitability_curve
+
+        plot_exploitability_curve(curve, s.plot, f"{config.describe()} {method} {s.algo}")
+    return {"solver": "cfr", "averaging": s.averaging,
+            "exploitability": final["exploitability"], "exploitability_mbg": final["mbg"],
+            "units": _CFR_UNITS, "curve": curve,
+            "ms_per_iteration": 1000 * final["seconds"] / max(1, solver.iteration)}
+
+
+def _finish_floor(s: AbstractSolveSettings, game: Any, solver: Any, runner: Any,
+                  floor: dict[str, Any], curve: list[dict[str, Any]], method: str,
+                  source: str) -> dict[str, Any]:
+    """Write the outputs of a CFR-BR floor run; its part of the summary."""
+    config = game.config
+    floor.pop("cfr_br", None)
+    result = runner.floor([seat["average"] for seat in floor["seats"]])
+    if s.out is not None:
+        n211.save_policy(s.out, game, runner.floor_policy(result),
+                         algo=f"{method}+cfr-br+{s.algo}", iterations=solver.iteration,
+                         exploitability=floor["floor"])
+    if s.curve is not None:
+        from tensorcfr.utils.io import write_json_atomic
+
+        write_json_atomic(s.curve, {"game": config.to_dict(), "algo": s.algo,
+                                    "solver": "cfr-br", "method": method, "source": source,
+                                    "curve": curve})
+    if s.plot is not None:
+        from tensorcfr.games.numeral211.plots import plot_floor_curve
+
+        plot_floor_curve(curve, s.plot, f"{config.describe()} {method} CFR-BR {s.algo}")
+    return {"solver": "cfr-br", "averaging": "reach",
+            "floor": floor["floor"], "floor_mbg": floor["floor_mbg"],
+            "exploitability": floor["floor"], "exploitability_mbg": floor["floor_mbg"],
+            "average": floor["average"], "average_mbg": floor["average_mbg"],
+            "seats": floor["seats"], "curve": curve,
+            "ms_per_iteration": 1000 * floor["seconds"] / max(1, solver.iteration),
+            "units": _FLOOR_UNITS}
+

@@ -1,0 +1,111 @@
+"""What the Numeral211 solve runs (:mod:`.run_solve`, :mod:`.run_abstract_solve`) share: the
+progress event they report, the checks of their common settings, and their sampling mode.
+
+A run reports :class:`RunProgress` events to an optional callback: one ``"start"`` event
+before the first iteration (with the iteration a resumed run starts from), then one
+``"iteration"`` event after every iteration.  Exploitabilities are in chips per game and in
+mb/g (thousandths of the ante per game).  Nothing here prints, parses options or knows a
+terminal; what a caller shows of the events is its own affair.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from tensorcfr.errors import TensorCFRError
+
+__all__ = ["ROUND_NAMES", "RunProgress", "ProgressCallback", "DTYPES", "STORAGE_CHOICES",
+           "check_dtype", "check_storage", "check_positive_minutes", "check_output_files",
+           "sampling_of", "sampling_dict"]
+
+ROUND_NAMES = ("preflop", "flop", "turn")
+"""Names of Numeral211's betting rounds, in order (keys of per-round JSON entries)."""
+
+DTYPES = ("float32", "float64")
+"""Float types a solve run takes, by name."""
+
+STORAGE_CHOICES = ("classes", "cells")
+"""Solver layouts: one entry per suit-isomorphic class (default) or per (board, hand) cell."""
+
+
+@dataclass(frozen=True)
+class RunProgress:
+    """One progress event of a solve run.
+
+    ``event``: ``"start"`` (before the first iteration of this run) or ``"iteration"``
+    (after each).  ``label``: what runs (``"cfr+"``, ``"ehs cfr"``, ``"ehs CFR-BR cfr"``).
+    ``iteration``: iterations done in total (a resumed run starts past 0); ``target``: the
+    total the run iterates to; ``resumed_from``: the checkpoint's iteration when the run
+    resumed one, else None.  ``exploitability`` / ``exploitability_mbg``: the latest
+    evaluation (chips per game / mb/g; for CFR-BR the average strategies' floor), None before
+    the first; ``evaluated``: True when this iteration was evaluated.  ``measure``: what the
+    exploitability is (``"exploitability"`` or ``"average floor"``).  ``seconds``: wall
+    seconds since the run started."""
+
+    event: str
+    label: str
+    iteration: int
+    target: int
+    seconds: float
+    exploitability: Optional[float] = None
+    exploitability_mbg: Optional[float] = None
+    evaluated: bool = False
+    measure: str = "exploitability"
+    resumed_from: Optional[int] = None
+
+
+ProgressCallback = Callable[[RunProgress], None]
+"""A callback a run calls with each :class:`RunProgress` event."""
+
+
+def check_dtype(name: str) -> str:
+    """``name`` normalised (``"float32"`` or ``"float64"``); TensorCFRError otherwise."""
+    clean = name.strip().lower()
+    if clean not in DTYPES:
+        raise TensorCFRError(f"--dtype must be float32 or float64, got {clean!r}")
+    return clean
+
+
+def check_storage(name: str) -> str:
+    """``name`` normalised (``"classes"`` or ``"cells"``); TensorCFRError otherwise."""
+    clean = name.strip().lower()
+    if clean not in STORAGE_CHOICES:
+        raise TensorCFRError(f"--storage must be classes or cells, got {name!r}")
+    return clean
+
+
+def check_positive_minutes(minutes: float) -> None:
+    """The checkpoint interval must be a positive, finite number of minutes."""
+    if not (minutes > 0 and math.isfinite(minutes)):
+        raise TensorCFRError("--checkpoint-minutes must be positive")
+
+
+def check_output_files(**paths: Optional[str | Path]) -> None:
+    """Check before any long work that each given output file can be written; keys are the
+    option names without dashes (``save``, ``out``, ``plot``, ``curve``)."""
+    from tensorcfr.utils.io import check_output_file
+
+    for option, path in paths.items():
+        if path is not None:
+            check_output_file(path, f"--{option}")
+
+
+def sampling_of(sample_boards: Optional[int], seed: int) -> Any:
+    """The :class:`~tensorcfr.core.public_tree.BoardSampling` of ``sample_boards`` boards per
+    parent and ``seed`` (None: exact full sweeps); bounds checked."""
+    if sample_boards is None:
+        return None
+    from tensorcfr.core.public_tree import BoardSampling
+    from tensorcfr.utils.checks import MAX_SEED, check_int_range
+
+    check_int_range(sample_boards, "--sample-boards", 0, 2**31 - 1)
+    check_int_range(seed, "--seed", 0, MAX_SEED)
+    return BoardSampling(sample_boards, seed)
+
+
+def sampling_dict(sampling: Any) -> dict[str, Any]:
+    """JSON description of a run's sampling (``{"mode": "exact full sweeps"}`` for None)."""
+    return {"mode": "exact full sweeps"} if sampling is None else sampling.to_dict()

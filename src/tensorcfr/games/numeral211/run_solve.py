@@ -1,0 +1,229 @@
+"""One full-game Numeral211 solve run as a library call: :func:`solve` with a
+:class:`SolveSettings` (what ``tensorcfr numeral211 solve`` runs without ``--abstraction`` /
+``--embedding``).
+
+The run builds the game, creates the tensor CFR solver over the public tree (memory checked
+first), resumes a checkpoint when asked (same game, algorithm, dtype, sampling and storage),
+iterates with exact evaluations every ``eval_every`` iterations and checkpoints every
+``checkpoint_minutes``, stops cleanly on SIGINT/SIGTERM (checkpoint written, then
+:class:`~tensorcfr.errors.InterruptedRun`), and writes the strategy file, the curve JSON and
+its plot.  Exploitability is ``(b0 + b1) / 2`` in chips per game and in mb/g (thousandths of
+the ante per game).
+
+>>> from tensorcfr.games.numeral211.config import GameConfig
+>>> settings = SolveSettings(game=GameConfig(ranks="9TA", suits=2, max_bets=(2, 2, 2)),
+...                         iterations=2)
+>>> solve(settings).iterations
+2
+
+Nothing here prints or parses command lines: progress goes to the optional callback
+(:class:`~.run_common.RunProgress` events), errors are :class:`~tensorcfr.errors.
+TensorCFRError` subclasses with one-line messages naming the CLI options.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from tensorcfr.errors import TensorCFRError
+from tensorcfr.games.numeral211 import solver as n211
+from tensorcfr.games.numeral211.config import GameConfig, GameConfigError
+from tensorcfr.games.numeral211.run_common import (ProgressCallback, RunProgress, check_dtype,
+                                                   check_output_files,
+                                                   check_positive_minutes, check_storage,
+                                                   sampling_dict, sampling_of)
+
+__all__ = ["SolveSettings", "SolveResult", "solve", "SOLVE_UNITS"]
+
+SOLVE_UNITS = ("exploitability = (b0 + b1) / 2 in chips per game; mb/g = thousandths of the "
+               "ante per game")
+
+
+@dataclass(frozen=True)
+class SolveSettings:
+    """Everything a full-game solve run needs (the options of ``numeral211 solve``).
+
+    ``game``: the variant (None: the paper's game, or the checkpoint's when resuming; a named
+    variant must equal the checkpoint's).  ``algo``: cfr, cfr+, lcfr or dcfr (alternating
+    updates; ``alpha``/``beta``/``gamma`` for dcfr, None = its defaults).  ``iterations``:
+    the total to reach (a resumed run continues up to it); ``eval_every``: exact
+    exploitability every K iterations (0: only at the end).  ``save``: checkpoint file,
+    written every ``checkpoint_minutes`` and at the end; ``resume``: the checkpoint to
+    continue (bitwise).  ``out``: strategy file; ``plot``: PNG of the curve; ``curve``: JSON
+    of the curve.  ``dtype``: ``"float32"`` or ``"float64"``; ``device``: a torch device
+    name; ``max_memory``: a limit such as ``"16G"`` (None: what is free now); ``threads``:
+    torch threads (None: the project default, 1).  ``sample_boards``/``seed``: public chance
+    sampling (None: exact full sweeps).  ``storage``: ``"classes"`` (one entry per
+    suit-isomorphic class, the default) or ``"cells"`` (per (board, hand); sampled runs
+    always use cells).  Value checks run here; file and device checks when the run starts."""
+
+    game: Optional[GameConfig] = None
+    algo: str = "cfr+"
+    iterations: int = 100
+    eval_every: int = 0
+    save: Optional[str] = None
+    resume: Optional[str] = None
+    out: Optional[str] = None
+    plot: Optional[str] = None
+    curve: Optional[str] = None
+    checkpoint_minutes: float = 10.0
+    alpha: Optional[float] = None
+    beta: Optional[float] = None
+    gamma: Optional[float] = None
+    dtype: str = "float32"
+    device: str = "cpu"
+    max_memory: Optional[str] = None
+    threads: Optional[int] = None
+    sample_boards: Optional[int] = None
+    seed: int = 0
+    storage: str = "classes"
+
+    def __post_init__(self) -> None:
+        sampling_of(self.sample_boards, self.seed)
+        if self.iterations < 1:
+            raise TensorCFRError(f"--iterations must be at least 1, got {self.iterations}")
+        if self.eval_every < 0:
+            raise TensorCFRError(f"--eval-every must be >= 0, got {self.eval_every}")
+        check_positive_minutes(self.checkpoint_minutes)
+        object.__setattr__(self, "dtype", check_dtype(self.dtype))
+        object.__setattr__(self, "storage", check_storage(self.storage))
+
+
+@dataclass
+class SolveResult:
+    """What a full-game solve run did.  ``game`` / ``solver``: the built game and the solver
+    after the run (``solver.average_policy()`` is the strategy); ``summary``: the JSON object
+    ``numeral211 solve --json`` prints (:meth:`to_dict`)."""
+
+    game: Any
+    solver: Any
+    summary: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def iterations(self) -> int:
+        """Iterations done in total."""
+        return int(self.summary["iterations"])
+
+    @property
+    def exploitability(self) -> float:
+        """Exploitability of the final average strategy, chips per game."""
+        return float(self.summary["exploitability"])
+
+    @property
+    def curve(self) -> list[dict[str, float]]:
+        """The evaluations: ``iteration``, ``exploitability`` (chips/game), ``mbg``,
+        ``seconds``."""
+        return list(self.summary["curve"])
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON-ready summary."""
+        return dict(self.summary)
+
+
+def _resume_config(settings: SolveSettings) -> tuple[GameConfig, dict[str, Any]]:
+    """The game to continue and the checkpoint's meta (game options, dtype, storage
+    checked against the settings)."""
+    resume = settings.resume
+    meta = n211.read_checkpoint_meta(resume)  # type: ignore[arg-type]
+    try:
+        saved = GameConfig.from_dict(meta["game"])
+    except (KeyError, GameConfigError) as exc:
+        raise TensorCFRError(f"checkpoint {resume!r}: bad game ({exc})") from None
+    named = settings.game
+    if named is not None and named.to_dict() != saved.to_dict():
+        raise TensorCFRError(
+            f"checkpoint {resume!r} is of {saved.describe()}, not of the "
+            f"{named.describe()} the game options name; leave the game options out "
+            "to continue the checkpoint's game, or start without --resume")
+    if meta.get("dtype") != settings.dtype:
+        raise TensorCFRError(f"checkpoint {resume!r} holds {meta.get('dtype')} state; "
+                             f"resume with --dtype {meta.get('dtype')}")
+    return saved, meta
+
+
+def _report(progress: Optional[ProgressCallback], **fields: Any) -> None:
+    if progress is not None:
+        progress(RunProgress(**fields))
+
+
+def solve(settings: SolveSettings, progress: Optional[ProgressCallback] = None
+          ) -> SolveResult:
+    """Run the full-game solve ``settings`` describe; ``progress`` gets a ``"start"`` event
+    and one ``"iteration"`` event per iteration.  Returns the game, the solver and the
+    summary; TensorCFRError (one line) on bad input, InterruptedRun on SIGINT/SIGTERM (after
+    writing the checkpoint when ``save`` is set)."""
+    from tensorcfr.utils.device import resolve_device
+    from tensorcfr.utils.resources import parse_memory, peak_rss_mb, set_threads
+
+    s = settings
+    check_output_files(save=s.save, out=s.out, plot=s.plot, curve=s.curve)
+    n_threads = set_threads(s.threads)
+    device = resolve_device(s.device, "--device")
+    import torch
+
+    dtype = getattr(torch, s.dtype)
+    limit = parse_memory(s.max_memory)
+    sampling = sampling_of(s.sample_boards, s.seed)
+    config = s.game if s.game is not None else GameConfig()
+    if s.resume is not None:
+        config, _ = _resume_config(s)
+    game = n211.build_game(config, dtype=dtype, device=device)
+    solver = n211.make_solver(game, s.algo, max_memory_bytes=limit, alpha=s.alpha,
+                              beta=s.beta, gamma=s.gamma, sampling=sampling,
+                              storage=s.storage)
+    curve: list[dict[str, float]] = []
+    if s.resume is not None:
+        meta = n211.load_checkpoint(s.resume, solver, config)
+        curve = list(meta.get("curve") or [])
+    start_iteration = solver.iteration
+    resumed_from = start_iteration if s.resume is not None else None
+    every = s.eval_every if s.eval_every else s.iterations
+    started = time.perf_counter()
+    _report(progress, event="start", label=s.algo, iteration=start_iteration,
+            target=s.iterations, seconds=0.0, resumed_from=resumed_from)
+
+    def on_iteration(p: n211.SolveProgress) -> None:
+        evaluated = p.iteration % every == 0 or p.iteration == s.iterations
+        ex = p.exploitability
+        _report(progress, event="iteration", label=s.algo, iteration=p.iteration,
+                target=s.iterations, seconds=time.perf_counter() - started,
+                exploitability=ex, exploitability_mbg=None if ex is None else
+                n211.to_mbg(ex, config), evaluated=evaluated, resumed_from=resumed_from)
+
+    run = n211.run_solver(game, solver, s.iterations, eval_every=every, checkpoint=s.save,
+                          checkpoint_every_seconds=s.checkpoint_minutes * 60,
+                          on_progress=on_iteration, curve=curve)
+    seconds = time.perf_counter() - started
+    final = run.curve[-1] if run.curve else None
+    if final is None or final["iteration"] != solver.iteration:
+        ex = n211.exploitability(game, solver.average_policy()).exploitability
+        final = {"iteration": solver.iteration, "exploitability": ex,
+                 "mbg": n211.to_mbg(ex, config), "seconds": seconds}
+    if s.out is not None:
+        n211.save_policy(s.out, game, solver.average_policy(), algo=s.algo,
+                         iterations=solver.iteration, exploitability=final["exploitability"])
+    if s.curve is not None:
+        from tensorcfr.utils.io import write_json_atomic
+
+        write_json_atomic(s.curve, {"game": config.to_dict(), "algo": s.algo,
+                                    "curve": run.curve})
+    if s.plot is not None and run.curve:
+        from tensorcfr.games.numeral211.plots import plot_exploitability_curve
+
+        plot_exploitability_curve(run.curve, s.plot, f"{config.describe()} {s.algo}")
+    ran = solver.iteration - start_iteration
+    summary = {
+        "game": config.describe(), "algo": s.algo, "iterations": solver.iteration,
+        "iterations_run": ran, "resumed_from": resumed_from,
+        "exploitability": final["exploitability"], "exploitability_mbg": final["mbg"],
+        "units": SOLVE_UNITS, "curve": run.curve, "seconds": seconds,
+        "ms_per_iteration": 1000 * seconds / ran if ran else None,
+        "peak_rss_bytes": int(peak_rss_mb() * 2**20),
+        "memory_estimate_bytes": solver.estimated_memory_bytes,
+        "threads": n_threads, "device": str(device), "dtype": s.dtype,
+        "strategy_file": s.out, "checkpoint": s.save, "sampling": sampling_dict(sampling),
+        "storage": n211.solver_storage(solver),
+    }
+    return SolveResult(game=game, solver=solver, summary=summary)
