@@ -222,3 +222,53 @@ def test_soft_clustering_file_roundtrip(tmp_path) -> None:
     for r in (1, 2):
         assert np.allclose(again.phi[r], soft.phi[r], atol=1e-7)
     assert again.meta["temperature"] == 0.5 and again.meta["source_method"] == "krwemd"
+
+
+def _cli(*args: str):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "tensorcfr.cli.main", *args],
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_cli_soft_clustering_options(tmp_path) -> None:
+    """`abstract --soft-temperature T --soft-out F` writes the soft Phi; `solve --embedding F`
+    and `solve --abstraction MAP --soft-temperature T` run the same Embedding CFR (dense by
+    default); at T ~ 0 with one entry per column it is the bucketed run; bad input is one
+    line and exit code 2."""
+    import json
+
+    bmap, soft = tmp_path / "k.npz", tmp_path / "soft.npz"
+    made = _cli("numeral211", "abstract", "--method", "krwemd", "--flop", "3", "--turn", "5",
+                "--seed", "1", "--ranks", "9TA", "--suits", "2", "--out", str(bmap),
+                "--soft-temperature", "0.5", "--soft-out", str(soft), "--json")
+    assert made.returncode == 0, made.stderr
+    assert json.loads(made.stdout)["soft"]["agreement"] == {"round_1": 1.0, "round_2": 1.0}
+    runs = {}
+    for name, extra in (("file", ["--embedding", str(soft)]),
+                        ("map", ["--abstraction", str(bmap), "--soft-temperature", "0.5"]),
+                        ("cold", ["--abstraction", str(bmap), "--soft-temperature", "1e-6",
+                                  "--phi-top", "1"]),
+                        ("buckets", ["--abstraction", str(bmap)])):
+        proc = _cli("numeral211", "solve", *extra, "--algo", "cfr", "-n", "3", "--json")
+        assert proc.returncode == 0, proc.stderr
+        runs[name] = json.loads(proc.stdout)
+    assert runs["file"]["phi_top"] == runs["map"]["phi_top"] == "dense"
+    # the file stores Phi in float32: equal to that rounding
+    assert runs["file"]["exploitability"] == pytest.approx(runs["map"]["exploitability"],
+                                                           rel=1e-5)
+    assert runs["cold"]["exploitability"] == runs["buckets"]["exploitability"]
+    assert runs["buckets"]["phi_top"] is None
+    for extra, message in ((["--abstraction", str(bmap), "--soft-temperature", "-1"],
+                            "--soft-temperature must be"),
+                           (["--embedding", str(soft), "--soft-temperature", "1"],
+                            "applies to --abstraction"),
+                           (["--embedding", str(soft), "--phi-top", "0"], "--phi-top")):
+        proc = _cli("numeral211", "solve", *extra, "-n", "2")
+        assert proc.returncode == 2 and message in proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+    proc = _cli("numeral211", "abstract", "--method", "ehs", "--flop", "3", "--turn", "5",
+                "--ranks", "9TA", "--suits", "2", "--out", str(tmp_path / "e.npz"),
+                "--soft-temperature", "1")
+    assert proc.returncode == 2 and "--soft-out" in proc.stderr
