@@ -418,7 +418,7 @@ def at(curve: list[dict[str, Any]], it: int, key: str) -> str:
 
 def markdown(report: dict[str, Any]) -> str:
     """The results page: per panel every run, the best of each family in bold."""
-    marks = [16, 64, 256, 1024]
+    marks = [16, 64, 128, 256, 1024]
     lines = [f"# Numeral211 Figure 5, redrawn: {report['game']}", "",
              "Exact full-game exploitability of the average strategy after exact full-sweep "
              "iterations: `mb/g` = (b0 + b1) / 2 in thousandths of the ante per game, `b0+b1` "
@@ -437,7 +437,8 @@ def markdown(report: dict[str, Any]) -> str:
                   + " / ".join(map(str, marks)) + " | s / iteration | load (1 min) "
                   "at the end | notes |", "|---|---|---:|---:|---:|---|---:|---|---|"]
         ref = report["references"].get(algo)
-        rows = list(panel["runs"])
+        rows = sorted(panel["runs"], key=lambda r: (FAMILIES.index(r["family"]),
+                                                    r["setting"]))
         for r in rows:
             p = r["curve"][-1]
             name = f"**{r['setting']}**" if r["label"] in best else r["setting"]
