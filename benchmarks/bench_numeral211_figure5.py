@@ -401,8 +401,8 @@ def plot(report: dict[str, Any], out: Path, key: str, ylabel: str) -> None:
         ax.set_title(PANELS[algo])
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=6.5)
-    fig.suptitle(f"{report['game']}; budget {report['budget']} (preflop, flop, turn); "
-                 "bands: spread of each family's settings", fontsize=9)
+    fig.suptitle(f"{report['game']}\nbudget {report['budget']} (preflop, flop, turn); "
+                 "bands: spread of each family's settings", fontsize=8)
     fig.tight_layout()
     fig.savefig(out, dpi=120)
     plt.close(fig)
