@@ -316,12 +316,33 @@ def run_one(game: Any, builder: Builder, spec: dict[str, Any], algo: str,
 
 
 # ---------------------------------------------------------------------- report
+TRAINED_LOSS_RATIO = 0.5
+"""A HandEbdNet counts as trained when its final loss is at most this fraction of its
+target variance (the loss of predicting the mean) in every round; a network that is not is a
+failed training: listed, not plotted as Embedding CFR."""
+
+
+def failed_training(run: dict[str, Any]) -> bool:
+    """True for an Embedding CFR run whose network's loss is not clearly below its target
+    variance (or does not report both)."""
+    if run["family"] != "embedding":
+        return False
+    emb = run.get("embedding", {})
+    loss, variance = emb.get("loss") or {}, emb.get("target_variance") or {}
+    try:
+        return not all(float(loss[k]) <= TRAINED_LOSS_RATIO * float(variance[k])
+                       for k in ("round_1", "round_2"))
+    except (KeyError, TypeError, ValueError):
+        return True
+
+
 def best_and_spread(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Per family: the best run (lowest final mb/g among those that reached the family's
-    largest iteration) and the spread of its settings' curves at each iteration."""
+    largest iteration; failed trainings left out) and the spread of its settings' curves at
+    each iteration."""
     out: dict[str, dict[str, Any]] = {}
     for fam in FAMILIES:
-        mine = [r for r in runs if r["family"] == fam and r["curve"]]
+        mine = [r for r in runs if r["family"] == fam and r["curve"] and not failed_training(r)]
         if not mine:
             continue
         last = max(r["curve"][-1]["iteration"] for r in mine)
@@ -383,7 +404,8 @@ def plot(report: dict[str, Any], out: Path, key: str, ylabel: str) -> None:
                 ax.fill_between([b["iteration"] for b in band], [b["min"] for b in band],
                                 [b["max"] for b in band], color=COLOURS[fam], alpha=0.15)
             elif summary["settings"] > 1:
-                mine = [r for r in panel["runs"] if r["family"] == fam]
+                mine = [r for r in panel["runs"] if r["family"] == fam
+                        and not failed_training(r)]
                 for r in mine:
                     if r is not best:
                         ax.plot([p["iteration"] for p in r["curve"]],
@@ -453,6 +475,9 @@ def markdown(report: dict[str, Any]) -> str:
                              f"{e.get('target_variance', 'not reported')}; advisors used "
                              f"{e.get('advisors_used')}; top-1 mean "
                              + ", ".join(f"{v:.2f}" for v in r["top1_mean_measured"].values()))
+            if failed_training(r):
+                notes.append(f"**failed training** (loss above {TRAINED_LOSS_RATIO:g} x the "
+                             "target variance in some round): not plotted")
             if not r.get("done"):
                 notes.append("not finished")
             lines.append(
