@@ -438,6 +438,14 @@ def at(curve: list[dict[str, Any]], it: int, key: str) -> str:
     return ""
 
 
+def pair(per_round: Any, fmt: str = ".3f") -> str:
+    """``{"round_1": a, "round_2": b}`` as ``a / b`` (``?`` where missing)."""
+    if not isinstance(per_round, dict):
+        return "?"
+    return " / ".join(format(per_round[k], fmt) if k in per_round else "?"
+                      for k in ("round_1", "round_2"))
+
+
 def markdown(report: dict[str, Any]) -> str:
     """The results page: per panel every run, the best of each family in bold."""
     marks = [16, 64, 128, 256, 1024]
@@ -471,9 +479,9 @@ def markdown(report: dict[str, Any]) -> str:
                     + ", ".join(f"{v:.3f}" for v in r["soft"]["agreement"].values()))
             if "embedding" in r:
                 e = r["embedding"]
-                notes.append(f"loss {e.get('loss')}; target variance "
-                             f"{e.get('target_variance', 'not reported')}; advisors used "
-                             f"{e.get('advisors_used')}; top-1 mean "
+                notes.append(f"loss {pair(e.get('loss'))}, target variance "
+                             f"{pair(e.get('target_variance'))} (flop / turn); advisors used "
+                             f"{pair(e.get('advisors_used'), 'd')}; top-1 mean "
                              + ", ".join(f"{v:.2f}" for v in r["top1_mean_measured"].values()))
             if failed_training(r):
                 notes.append(f"**failed training** (loss above {TRAINED_LOSS_RATIO:g} x the "
