@@ -44,6 +44,7 @@ def main() -> None:
     ap.add_argument("--ks", default="1,2,4,8", help="top-k values (dense is always run)")
     ap.add_argument("--temperature", type=float, default=0.5)
     ap.add_argument("--embedding-file", default=None, help="HandEbdNet NPZ (default: train)")
+    ap.add_argument("--only", default="", help="run only the Phi whose name contains this")
     ap.add_argument("--work", default="runs/figure5_789TA",
                     help="shares the inputs (maps, HandEbdNet) of bench_numeral211_figure5")
     ap.add_argument("--out", default="docs/benchmarks/numeral211_phi_top")
@@ -66,15 +67,18 @@ def main() -> None:
     builder = Builder(config, flop, turn, work)
     game = n211.build_game(config)
     bmap = builder.bucket_map({"method": "krwemd", "weights": "16,4,1;4,1"})
-    emb = builder.embedding({"file": args.embedding_file} if args.embedding_file
-                            else {"train": {}})
     phis = {f"soft clustering (KrwEmd late rounds, T = {args.temperature:g})":
-            soft_clustering(config, bmap, args.temperature).phi,
-            "HandEbdNet" + (f" ({args.embedding_file})" if args.embedding_file else
-                            " (train_embedding defaults)"):
-            {r: np.asarray(emb.phi[r], np.float64) for r in (1, 2)}}
+            soft_clustering(config, bmap, args.temperature).phi}
+    name = "HandEbdNet" + (f" ({args.embedding_file})" if args.embedding_file else
+                           " (train_embedding defaults)")
+    if args.only in name:
+        emb = builder.embedding({"file": args.embedding_file} if args.embedding_file
+                                else {"train": {}})
+        phis[name] = {r: np.asarray(emb.phi[r], np.float64) for r in (1, 2)}
     runs: list[dict[str, Any]] = []
     for name, phi in phis.items():
+        if args.only not in name:
+            continue
         for k in ks + [None]:
             label = f"{name}, {'dense' if k is None else f'top {k}'}"
             path = work / "phi_top" / f"{slug(label)}_{args.iterations}.json"
