@@ -27,8 +27,8 @@ maps use reach-weighted averaging (CFR's average on the abstract game) and Phi t
 uniform averaging, unless ``--averaging`` says otherwise.
 
 Each run writes ``<work>/{cfr,cfrplus}/<run>.json`` (curve, diagnostics, load per point)
-and checkpoints its solver to ``<work>/{cfr,cfrplus}/<run>.ck.npz`` after every evaluation and every
-``--checkpoint-minutes``; a rerun with the same ``--work`` resumes (bitwise) and skips finished
+and checkpoints its solver to ``<work>/{cfr,cfrplus}/<run>.ck.npz`` after every evaluation
+and every ``--checkpoint-minutes``; a rerun with the same ``--work`` resumes (bitwise) and skips finished
 runs; ``--stop-at HH:MM`` (UTC) ends cleanly.  ``--report-only`` redraws ``<out>.md``,
 ``<out>.json``, ``<out>.png`` (mb/g) and ``<out>_b0b1.png`` (b0 + b1) from the run files.
 The full 40-card game is the default (``--ranks``): about 7 s per exact abstract iteration
