@@ -28,8 +28,8 @@ uniform averaging, unless ``--averaging`` says otherwise.
 
 Each run writes ``<work>/{cfr,cfrplus}/<run>.json`` (curve, diagnostics, load per point)
 and checkpoints its solver to ``<work>/{cfr,cfrplus}/<run>.ck.npz`` after every evaluation
-and every ``--checkpoint-minutes``; a rerun with the same ``--work`` resumes (bitwise) and skips finished
-runs; ``--stop-at HH:MM`` (UTC) ends cleanly.  ``--report-only`` redraws ``<out>.md``,
+and every ``--checkpoint-minutes``; a rerun with the same ``--work`` resumes (bitwise) and
+skips finished runs; ``--stop-at HH:MM`` (UTC) ends cleanly.  ``--report-only`` redraws ``<out>.md``,
 ``<out>.json``, ``<out>.png`` (mb/g) and ``<out>_b0b1.png`` (b0 + b1) from the run files.
 The full 40-card game is the default (``--ranks``): about 7 s per exact abstract iteration
 there, so all families take days on one core; ``--ranks 789TA`` runs in hours.  Run under
@@ -457,7 +457,8 @@ def markdown(report: dict[str, Any]) -> str:
              f"{report['budget']}.  Explained in "
              "[../numeral211_abstractions.md](../numeral211_abstractions.md).", "",
              f"Threads: {report['threads']}.  Machine and load: {report['machine']}; the load "
-             "at every evaluation is in the run files (`<work>/cfr/*.json`, `<work>/cfrplus/*.json`).", ""]
+             "at every evaluation is in the run files (`<work>/cfr/*.json`, "
+             "`<work>/cfrplus/*.json`).", ""]
     for algo, panel in report["panels"].items():
         if not panel["runs"]:
             continue

@@ -6,7 +6,8 @@ HandEbdNet's Phi trained by ``train_embedding`` with its defaults or read from
 column's k largest entries (renormalised) for every ``--ks`` and dense, and reports the
 exact full-game exploitability (mb/g and b0 + b1 in milli-blinds) at iterations 1, 2, 4, ...
 ``--iterations``.  Budgets scaled as in ``bench_numeral211_figure5.py``.  Writes
-``<out>.json`` and ``<out>.md``; every finished run is kept in ``<work>/phi_top`` (a rerun skips it).
+``<out>.json`` and ``<out>.md``; every finished run is kept in ``<work>/phi_top`` (a rerun
+skips it).
 Run under ``heavy``, 1 thread::
 
     heavy .venv/bin/python benchmarks/bench_numeral211_phi_top.py --ranks 789TA \\

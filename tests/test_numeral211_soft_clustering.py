@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 import torch
 
-from tensorcfr.abstraction.abstract_cfr import Embedding
 from tensorcfr.abstraction.clustering import soft_assignment
 from tensorcfr.core.public_tree import public_pass
 from tensorcfr.core.regret import CFRVariant
@@ -79,8 +78,9 @@ def test_cold_soft_clustering_equals_bucketed_run(method: str, seed: int, algo: 
                                                   averaging: str) -> None:
     """At a very low temperature the soft Phi is the bucket map's one-hot Phi: kept as each
     column's largest entry it runs the bucket map's own kernels (bitwise the same run);
-    dense, its matrix products sum in another order (equal to rounding, which regret
-    matching's kink at 0 flips regret matching from the second iteration on this tiny game, so that is compared after one)."""
+    dense, its matrix products sum in another order (equal to rounding; on this tiny game a
+    regret of 1e-16 against 0 flips regret matching from the second iteration, so the dense
+    run is compared after one)."""
     game = n211.build_game(TWO_SUITS, dtype=torch.float64)
     bmap = build_abstraction(TWO_SUITS, method, 3, 5, seed=seed)
 
