@@ -23,7 +23,7 @@ a stopped benchmark resumes where it stopped; ``--fresh`` ignores the cache.  Wr
 ``nice -n 5``; threads = 1 unless ``--threads``.
 
     nice -n 5 python benchmarks/bench_numeral211_abstractions.py --iterations 200 \\
-        --eval-every 10 --floor-iterations 200 --out docs/benchmarks/numeral211_figure5
+        --eval-every 10 --floor-iterations 200 --out docs/benchmarks/numeral211_figure5_max2bets
 """
 
 from __future__ import annotations
@@ -145,7 +145,7 @@ def main() -> None:
     ap.add_argument("--reuse", default=None, metavar="OLD.json",
                     help="take the curves of unchanged settings from an earlier report of "
                     "this benchmark (same code and game: the runs are deterministic)")
-    ap.add_argument("--out", default="docs/benchmarks/numeral211_figure5")
+    ap.add_argument("--out", default="docs/benchmarks/numeral211_figure5_max2bets")
     ap.add_argument("--extra-curve", action="append", default=[], metavar="LABEL=FILE",
                     help="add a curve JSON of `numeral211 solve --curve` to the outputs")
     ap.add_argument("--replot", action="store_true",
@@ -455,7 +455,7 @@ def write_outputs(report: dict, out: str, extra: list[str]) -> None:
             "Rerun: `nice -n 5 python benchmarks/bench_numeral211_abstractions.py "
             f"--iterations {args['iterations']} --eval-every {args['eval_every']} "
             f"--floor-iterations {args.get('floor_iterations', 0)} --out "
-            "docs/benchmarks/numeral211_figure5` (each run cached under `runs/`; "
+            "docs/benchmarks/numeral211_figure5_max2bets` (each run cached under `runs/`; "
             "`--build-default` also times the builds on the paper's game).", ""]
     if report.get("default_builds"):
         head += ["Build times on the paper's game (225 / 396 buckets), seconds: " + ", ".join(

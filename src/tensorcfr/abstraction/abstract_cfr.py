@@ -33,7 +33,7 @@ and only the drawn cells' strategies are ever formed (no full-game strategy tens
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
@@ -51,11 +51,27 @@ __all__ = ["Embedding", "AbstractCFR"]
 @dataclass
 class Embedding:
     """Sparse columns of Phi: ``index`` [k, C] long (advisor ids) and ``weight`` [k, C]
-    float (each column sums to 1) for ``num_advisors`` advisors."""
+    float (each column sums to 1) for ``num_advisors`` advisors.
+
+    With every column complete (``k = m``) the products with Phi run as dense matrix
+    products over a dense copy [m, C] built once (``prefer_dense=False`` keeps the sparse
+    kernels, for tests); :meth:`bytes_needed` estimates the memory either way."""
 
     index: Tensor
     weight: Tensor
     num_advisors: int
+    prefer_dense: bool = True
+    _dense_cache: Tensor | None = field(default=None, init=False, repr=False, compare=False)
+
+    @staticmethod
+    def bytes_needed(num_advisors: int, num_classes: int, top_k: int | None,
+                     itemsize: int) -> int:
+        """Bytes of an embedding of ``num_advisors`` x ``num_classes`` keeping ``top_k``
+        entries per column (None: all, dense): the index (8 bytes) and weight
+        (``itemsize``) per kept entry, plus the dense copy [m, C] when every entry is kept."""
+        k = num_advisors if top_k is None else max(1, min(int(top_k), num_advisors))
+        dense = num_advisors * num_classes * itemsize if k == num_advisors else 0
+        return k * num_classes * (8 + itemsize) + dense
 
     @staticmethod
     def from_labels(labels: np.ndarray | Tensor) -> "Embedding":
@@ -89,20 +105,28 @@ class Embedding:
     def to(self, dtype: torch.dtype, device: torch.device) -> "Embedding":
         """On ``device`` with float ``dtype``."""
         return Embedding(self.index.to(device), self.weight.to(device=device, dtype=dtype),
-                         self.num_advisors)
+                         self.num_advisors, self.prefer_dense)
 
     def columns(self, classes: Tensor) -> "Embedding":
         """The embedding restricted to the columns ``classes`` [U] (same advisors)."""
         return Embedding(self.index.index_select(1, classes),
-                         self.weight.index_select(1, classes), self.num_advisors)
+                         self.weight.index_select(1, classes), self.num_advisors,
+                         self.prefer_dense)
+
+    @property
+    def is_dense(self) -> bool:
+        """True when every column keeps all m entries and products run dense."""
+        return self.prefer_dense and self.index.shape[0] >= max(2, self.num_advisors)
 
     def _dense(self) -> Tensor | None:
-        """The dense Phi [m, C] when every column keeps all m entries (matmul is faster)."""
-        if self.index.shape[0] < max(2, self.num_advisors):
+        """The dense Phi [m, C] when :attr:`is_dense` (built once; matmul is faster)."""
+        if not self.is_dense:
             return None
-        dense = torch.zeros((self.num_advisors, self.num_classes), dtype=self.weight.dtype,
-                            device=self.weight.device)
-        return dense.scatter_(0, self.index, self.weight)
+        if self._dense_cache is None:
+            dense = torch.zeros((self.num_advisors, self.num_classes),
+                                dtype=self.weight.dtype, device=self.weight.device)
+            self._dense_cache = dense.scatter_(0, self.index, self.weight)
+        return self._dense_cache
 
     def down(self, x: Tensor) -> Tensor:
         """Advisor values [..., m] -> class values [..., C]: ``sum_p phi_pq x_p``."""

@@ -11,7 +11,9 @@
   ``p_0 <= ... <= p_{K-1}`` is ``sum_i (p_{i+1} - p_i) |F_i - G_i|`` (``F``, ``G`` the
   cumulative sums), so clustering in that space is clustering with the exact EMD;
 * :func:`emd_exact`: the EMD of two histograms by POT's network-simplex solver (``ot.emd2``),
-  used to check the closed form.
+  used to check the closed form;
+* :func:`soft_assignment`: a clustering made soft, each item's temperature softmax of its
+  negative distances to the cluster centres (the soft-clustering control of Embedding CFR).
 
 All functions return ``labels`` numbered ``0..k'-1`` (``k' <= k``; empty clusters are
 dropped) and are reproducible for a given ``seed``.
@@ -19,11 +21,13 @@ dropped) and are reproducible for a given ``seed``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import torch
 
 __all__ = ["kmeans_1d", "equal_width_bins", "kmeans_l1", "emd_features", "emd_exact",
-           "compact_labels"]
+           "compact_labels", "soft_assignment", "SoftAssignment"]
 
 
 def compact_labels(labels: np.ndarray) -> tuple[np.ndarray, int]:
@@ -184,3 +188,66 @@ def kmeans_l1(features: np.ndarray, k: int, *, dim_weights: np.ndarray | None = 
         centres_out[:, j] = np.bincount(labels_all, weights=w_all * x_all[:, j],
                                         minlength=k_used) / mass
     return labels_all, centres_out, cost
+
+
+@dataclass(frozen=True)
+class SoftAssignment:
+    """A clustering made soft (:func:`soft_assignment`).
+
+    ``phi`` [k, n] float64: column j is item j's distribution over the k clusters;
+    ``centres`` [k, d]: the clusters' weighted mean features (the k-means centres);
+    ``distance_scale``: the weighted mean distance of an item to its own cluster's centre
+    (the unit of the temperature); ``agreement``: the weight fraction of items whose
+    nearest centre is their own cluster (1.0 when the clustering's last assignment step
+    agrees with its centres: then the zero-temperature limit is the clustering itself)."""
+
+    phi: np.ndarray
+    centres: np.ndarray
+    distance_scale: float
+    agreement: float
+
+
+def soft_assignment(features: np.ndarray, labels: np.ndarray, temperature: float, *,
+                    dim_weights: np.ndarray | None = None,
+                    weights: np.ndarray | None = None) -> SoftAssignment:
+    """Soft version of a clustering of ``features`` [n, d] into ``labels`` [n] (0..k-1).
+
+    Distances are the clustering's: ``d(x, c) = sum_i dim_weights_i |x_i - c_i|`` (the
+    weighted L1 of :func:`kmeans_l1`; the exact EMD on :func:`emd_features`; |x - c| in
+    1-D), centres the ``weights``-weighted means of each cluster.  Item j's column is
+    ``softmax_p(-d(x_j, c_p) / (temperature * scale))`` with ``scale`` the weighted mean
+    distance of the items to their own centre, so ``temperature`` is unit-free (about 1:
+    a typical item spreads over its own and the neighbouring clusters).  ``temperature``
+    0 gives the hard nearest-centre assignment (ties split evenly); as it tends to 0 the
+    softmax tends to that, which is the clustering wherever ``agreement`` is 1.
+    """
+    x = np.asarray(features, dtype=np.float64)
+    if x.ndim == 1:
+        x = x[:, None]
+    lab = np.asarray(labels, dtype=np.int64).reshape(-1)
+    n, d = x.shape
+    if len(lab) != n or n == 0 or lab.min() < 0:
+        raise ValueError(f"labels must be {n} cluster ids >= 0")
+    if not (np.isfinite(temperature) and temperature >= 0):
+        raise ValueError(f"temperature must be finite and >= 0, got {temperature!r}")
+    w = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
+    dw = np.ones(d) if dim_weights is None else np.asarray(dim_weights, dtype=np.float64)
+    k = int(lab.max()) + 1
+    mass = np.bincount(lab, weights=w, minlength=k)
+    centres = np.stack([np.bincount(lab, weights=w * x[:, j], minlength=k)
+                        for j in range(d)], axis=1) / np.maximum(mass, 1e-300)[:, None]
+    scaled = torch.as_tensor(x * dw)
+    dist = _l1_to(scaled, torch.as_tensor(centres * dw)).numpy()  # [n, k]
+    own = dist[np.arange(n), lab]
+    scale = float((own * w).sum() / w.sum())
+    if not scale > 0:  # every item on its centre: any positive unit will do
+        scale = 1.0
+    nearest = dist.min(1, keepdims=True)
+    agreement = float(w[own <= nearest[:, 0]].sum() / w.sum())
+    if temperature == 0:
+        phi = (dist <= nearest).astype(np.float64)
+    else:
+        # shift by the row minimum: exp(0) = 1 for the nearest centre, no overflow
+        phi = np.exp(-(dist - nearest) / (temperature * scale))
+    phi /= phi.sum(1, keepdims=True)
+    return SoftAssignment(np.ascontiguousarray(phi.T), centres, scale, agreement)

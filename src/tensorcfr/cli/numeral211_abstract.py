@@ -69,6 +69,13 @@ def abstract_command(
                                         "(default 23456789TA)."),
     suits: Optional[int] = typer.Option(None, "--suits", help="Suits (default 4)."),
     threads: int = typer.Option(1, "--threads", help="Torch CPU threads."),
+    soft_temperature: Optional[float] = typer.Option(
+        None, "--soft-temperature", help="Also write the soft-clustering control: Phi = "
+        "softmax of each class's distances to the cluster centres over this temperature "
+        "(unit: the mean distance to the own centre; 0 = the nearest centre), an embedding "
+        "file for `numeral211 solve --embedding` (needs --soft-out)."),
+    soft_out: Optional[str] = typer.Option(None, "--soft-out", help="Embedding file of "
+                                           "--soft-temperature to write (.npz)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Build an abstraction: suit-isomorphic classes of each round -> buckets (preflop
@@ -79,7 +86,8 @@ def abstract_command(
     settings = AbstractionSettings(method=method, out=out, flop=flop, turn=turn, seed=seed,
                                    bins=bins, feature=feature, hist_turn=hist_turn,
                                    weights=weights, max_iter=max_iter,
-                                   game=game_config(ranks, suits), threads=threads)
+                                   game=game_config(ranks, suits), threads=threads,
+                                   soft_temperature=soft_temperature, soft_out=soft_out)
     name = settings.method
     with _status(f"building the {name} abstraction of {settings.game.describe()}",
                  as_json) as status:
@@ -96,6 +104,12 @@ def abstract_command(
         f"{name}: buckets preflop {bmap.num_buckets[0]}, flop {bmap.num_buckets[1]}, turn "
         f"{bmap.num_buckets[2]} (classes {', '.join(map(str, bmap.num_classes))}) in "
         f"{bmap.seconds:.1f} s -> {built.out}", highlight=False, soft_wrap=True)
+    if built.soft is not None:
+        err_console.print(
+            f"soft clustering at temperature {built.soft['temperature']:g}: mean largest "
+            "entry of Phi's columns "
+            + ", ".join(f"{v:.2f}" for v in built.soft["top1_mean"].values())
+            + f" (flop, turn) -> {built.soft['out']}", highlight=False, soft_wrap=True)
 
 
 def embed_command(

@@ -208,8 +208,14 @@ def solve_command(
         "abstraction (--algo cfr or cfr+), exploitability measured in the full game."),
     embedding: Optional[str] = typer.Option(
         None, "--embedding", help="Phi file of `numeral211 embed` (.npz): Embedding CFR."),
-    phi_top: int = typer.Option(8, "--phi-top", help="Embedding CFR: keep the k largest "
-                                "entries of each column of Phi (renormalised)."),
+    phi_top: Optional[int] = typer.Option(
+        None, "--phi-top", help="Embedding CFR / soft clustering: keep the k largest entries "
+        "of each column of Phi (renormalised); default: dense where it fits in 1 GiB, else 8 "
+        "(dense costs ~20 s more per exact iteration on the paper's game)."),
+    soft_temperature: Optional[float] = typer.Option(
+        None, "--soft-temperature", help="With --abstraction: the soft-clustering control, "
+        "Phi = softmax of each class's distances to the map's cluster centres over this "
+        "temperature (unit: the mean distance to the own centre; 0 = the nearest centre)."),
     averaging: str = typer.Option("reach", "--averaging", help="Abstract solving: average "
                                   "advisor strategies weighted by reach, or uniform."),
     cfr_br: bool = typer.Option(False, "--cfr-br", help="With --abstraction/--embedding: "
@@ -239,6 +245,9 @@ def solve_command(
                   seed=seed, storage=storage)
     abstract = abstraction is not None or embedding is not None
     try:
+        if soft_temperature is not None and abstraction is None:
+            raise TensorCFRError("--soft-temperature applies to --abstraction (the map whose "
+                                 "clusters are made soft)")
         if cfr_br and not abstract:
             raise TensorCFRError("--cfr-br needs --abstraction or --embedding (the full game "
                                  "is its own floor)")
@@ -247,6 +256,7 @@ def solve_command(
         if abstract:
             settings = AbstractSolveSettings(abstraction=abstraction, embedding=embedding,
                                              game=game, phi_top=phi_top, averaging=averaging,
+                                             soft_temperature=soft_temperature,
                                              cfr_br=cfr_br, **common)  # type: ignore[arg-type]
         else:
             settings = SolveSettings(game=game, alpha=alpha, beta=beta, gamma=gamma,

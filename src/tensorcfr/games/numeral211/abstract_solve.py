@@ -4,6 +4,9 @@
   the full public-tree game (classes = suit-isomorphic classes of :mod:`.isomorphism`,
   board weights = :func:`~.abstractions.board_multiplicity`) for per-round embeddings:
   bucket maps (:func:`bucket_embeddings`) or HandEbdNet's Phi (:mod:`.embedding_net`);
+* :func:`phi_embeddings`: the embeddings of a Phi per round (HandEbdNet's, the soft
+  clustering's), dense where it fits in memory (:data:`DENSE_PHI_BYTES`), else each column's
+  :data:`DEFAULT_PHI_TOP` largest entries;
 * :func:`run_abstract`: iterate it, with the full game's exact exploitability of the
   average strategy every ``eval_every`` iterations (the curve of Figure 5).
 
@@ -17,6 +20,7 @@ import time
 from typing import Callable, Sequence
 
 import numpy as np
+import torch
 from torch import Tensor
 
 from tensorcfr.abstraction.abstract_cfr import AbstractCFR, Embedding
@@ -31,7 +35,15 @@ from tensorcfr.games.numeral211.solver import (STORAGES, class_exploitability, c
                                                class_policy, exploitability, to_mbg)
 
 __all__ = ["bucket_embeddings", "abstract_solver", "run_abstract", "lossless_embeddings",
-           "ClassStorageAbstractCFR"]
+           "ClassStorageAbstractCFR", "phi_embeddings", "choose_phi_top", "DENSE_PHI_BYTES",
+           "DEFAULT_PHI_TOP"]
+
+DENSE_PHI_BYTES = 1 << 30
+"""Phi is kept dense by default when its flop and turn embeddings need at most this many
+bytes (1 GiB; the paper's game with 225 / 396 advisors needs about 0.4 GiB in float32)."""
+
+DEFAULT_PHI_TOP = 8
+"""Entries kept per column of Phi when the dense Phi does not fit :data:`DENSE_PHI_BYTES`."""
 
 
 def bucket_embeddings(game: Numeral211PublicGame, bmap: BucketMap) -> list[Embedding]:
@@ -132,6 +144,48 @@ def run_abstract(game: Numeral211PublicGame, solver: AbstractCFR, iterations: in
         if on_progress is not None:
             on_progress(t, last)
     return curve
+
+
+def choose_phi_top(shapes: Sequence[tuple[int, int]], itemsize: int,
+                   top_k: int | None = None, *,
+                   dense_limit_bytes: int = DENSE_PHI_BYTES) -> tuple[int | None, int]:
+    """How many entries per column to keep of Phi matrices of ``shapes`` [(m_r, C_r)] with
+    float ``itemsize`` bytes: ``top_k`` when given (clipped to m: ``top_k >= m`` is dense),
+    else None (dense) when the dense embeddings need at most ``dense_limit_bytes``, else
+    :data:`DEFAULT_PHI_TOP`.  Returns ``(top_k or None, estimated bytes)``
+    (:meth:`Embedding.bytes_needed` summed over the rounds)."""
+    if top_k is not None:
+        if not isinstance(top_k, (int, np.integer)) or top_k < 1:
+            raise TensorCFRError(f"phi top-k must be a positive integer, got {top_k!r}")
+        if all(top_k >= m for m, _ in shapes):
+            top_k = None
+    else:
+        dense = sum(Embedding.bytes_needed(m, c, None, itemsize) for m, c in shapes)
+        if dense > dense_limit_bytes:
+            top_k = DEFAULT_PHI_TOP
+    need = sum(Embedding.bytes_needed(m, c, top_k, itemsize) for m, c in shapes)
+    return top_k, need
+
+
+def phi_embeddings(game: Numeral211PublicGame, phi: dict[int, np.ndarray],
+                   top_k: int | None = None, *,
+                   dense_limit_bytes: int = DENSE_PHI_BYTES) -> tuple[list[Embedding],
+                                                                     int | None]:
+    """Per-round embeddings of Phi matrices ``phi`` {1: [m_1, C_1], 2: [m_2, C_2]} for
+    ``game``'s deck (the preflop keeps one advisor per class), kept dense or as each column's
+    ``top_k`` largest entries by :func:`choose_phi_top`.  Returns ``(embeddings, top_k used:
+    None = dense)``."""
+    counts = isomorphism(game.config).isomorphic_classes()
+    for r in (1, 2):
+        if r not in phi or np.ndim(phi[r]) != 2 or np.shape(phi[r])[1] != counts[r]:
+            raise TensorCFRError(f"Phi of round {r} must be [m, {counts[r]}] for "
+                                 f"{game.config.describe()}")
+    itemsize = torch.empty((), dtype=game.dtype).element_size()
+    top, _ = choose_phi_top([np.shape(phi[r]) for r in (1, 2)], itemsize, top_k,
+                            dense_limit_bytes=dense_limit_bytes)
+    embeddings = [Embedding.from_labels(np.arange(counts[0]))]
+    embeddings += [Embedding.from_matrix(phi[r], top_k=top) for r in (1, 2)]
+    return embeddings, top
 
 
 def lossless_embeddings(game: Numeral211PublicGame) -> list[Embedding]:

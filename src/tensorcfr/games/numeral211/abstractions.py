@@ -51,7 +51,7 @@ __all__ = [
     "METHODS", "KRWEMD_WEIGHTS", "board_multiplicity", "class_sizes", "class_representatives",
     "round_wtl", "round_equity", "flop_turn_histograms", "build_abstraction",
     "lossless_bucket_map", "cell_buckets", "parse_weights", "check_bucket_map", "same_deck",
-    "round_ehs2", "EHS_FEATURES",
+    "round_ehs2", "EHS_FEATURES", "cluster_features",
 ]
 
 METHODS = ("ehs", "paemd", "krwemd")
@@ -199,6 +199,49 @@ def flop_turn_histograms(config: GameConfig, turn_labels: np.ndarray,
     b, h = class_representatives(config, 1)
     rows = hist[b, h]
     return rows / np.maximum(rows.sum(1, keepdims=True), 1)
+
+
+def cluster_features(config: GameConfig, bmap: BucketMap, r: int) -> tuple[np.ndarray,
+                                                                           np.ndarray]:
+    """The features round r's classes were clustered on by ``bmap``'s method, and the
+    per-dimension weights of its distance (``sum_i w_i |x_i - y_i|``): ``(features [C_r, d],
+    dim_weights [d])``, rebuilt from the map's stored parameters.
+
+    * ``ehs``: the equity (or E[HS^2]) [C_r, 1], weight 1 (k-means in 1-D);
+    * ``paemd``: turn = the equity [C_r, 1]; flop = the cumulative histograms over the turn
+      clusters of :func:`~tensorcfr.abstraction.clustering.emd_features`, weights = the gaps
+      between the clusters' mean equities (weighted L1 = the exact EMD);
+    * ``krwemd``: the k-recall cumulative (lose, lose + tie) triples with the map's weights
+      (weighted L1 = ``sum_j w_j EMD_j``).
+
+    Raises :class:`TensorCFRError` for round 0 (never clustered) and for maps of another
+    method (e.g. ``classes``)."""
+    check_bucket_map(config, bmap)
+    if r not in (1, 2):
+        raise TensorCFRError(f"round {r} is not clustered (the preflop keeps its classes)")
+    params = bmap.params
+    if bmap.method == "ehs":
+        values = (round_equity(config, r) if params.get("feature", "ehs") == "ehs"
+                  else round_ehs2(config, r))
+        return values[:, None], np.ones(1)
+    if bmap.method == "paemd":
+        equity = round_equity(config, 2)
+        if r == 2:
+            return equity[:, None], np.ones(1)
+        turn_means = np.asarray(bmap.extra["turn_bucket_means"])
+        hist_turn = int(params.get("hist_turn", len(turn_means)))
+        if hist_turn == len(turn_means):
+            hist_lab, hist_means = bmap.labels[2], turn_means
+        else:  # the histogram's own turn clusters: rebuilt with the map's seed
+            hist_lab, hist_means = kmeans_1d(equity, hist_turn, class_sizes(config, 2),
+                                             seed=int(params.get("seed", 0)))
+        hist = flop_turn_histograms(config, hist_lab, len(hist_means))
+        return emd_features(hist, hist_means)
+    if bmap.method == "krwemd":
+        w = params["weights"]["flop" if r == 1 else "turn"]
+        return _krw_features(config, r, tuple(float(x) for x in w))
+    raise TensorCFRError(f"a {bmap.method!r} bucket map has no clustering features; "
+                         f"use an {', '.join(METHODS)} map")
 
 
 # ---------------------------------------------------------------------- building

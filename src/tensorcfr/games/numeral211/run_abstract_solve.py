@@ -51,7 +51,13 @@ class AbstractSolveSettings:
     Exactly one of ``abstraction`` (bucket map ``.npz`` of ``numeral211 abstract``) and
     ``embedding`` (Phi ``.npz`` of ``numeral211 embed``).  ``game``: the variant (None: the
     file's, or the checkpoint's when resuming; it must share the file's deck, the betting may
-    differ).  ``phi_top``: Embedding CFR keeps the k largest entries of each column of Phi.
+    differ).  ``phi_top``: Embedding CFR keeps the k largest entries of each column of Phi
+    (None: dense where it fits in memory, else 8; see
+    :func:`~tensorcfr.games.numeral211.abstract_solve.choose_phi_top`).
+    ``soft_temperature``: with ``abstraction``, run the soft-clustering control instead of
+    the bucket map (:mod:`~tensorcfr.games.numeral211.soft_clustering`: Phi = a softmax of
+    the classes' distances to the map's cluster centres at this temperature; 0 = hard
+    nearest-centre assignment).
     ``averaging``: ``"reach"`` or ``"uniform"`` weighting of advisor strategies (CFR-BR always
     reach).  ``algo``: cfr or cfr+.  ``cfr_br``: the abstraction's floor by CFR-BR instead of
     CFR on the abstraction.  ``iterations``, ``eval_every``, ``save``, ``resume``, ``out``,
@@ -62,7 +68,8 @@ class AbstractSolveSettings:
     abstraction: Optional[str] = None
     embedding: Optional[str] = None
     game: Optional[GameConfig] = None
-    phi_top: int = 8
+    phi_top: Optional[int] = None
+    soft_temperature: Optional[float] = None
     averaging: str = "reach"
     algo: str = "cfr+"
     cfr_br: bool = False
@@ -96,8 +103,20 @@ class AbstractSolveSettings:
             raise TensorCFRError("--iterations must be >= 1 and --eval-every >= 0")
         object.__setattr__(self, "dtype", check_dtype(self.dtype))
         object.__setattr__(self, "storage", check_storage(self.storage))
-        if self.embedding is not None and self.phi_top < 1:
+        if self.phi_top is not None and self.phi_top < 1:
             raise TensorCFRError(f"--phi-top must be >= 1, got {self.phi_top}")
+        if self.soft_temperature is not None:
+            import math
+
+            if self.abstraction is None:
+                raise TensorCFRError("--soft-temperature applies to --abstraction (the map "
+                                     "whose clusters are made soft)")
+            if not (math.isfinite(self.soft_temperature) and self.soft_temperature >= 0):
+                raise TensorCFRError(f"--soft-temperature must be a finite number >= 0, got "
+                                     f"{self.soft_temperature}")
+            if self.cfr_br:
+                raise TensorCFRError("--cfr-br floors are for bucket maps; leave out "
+                                     "--soft-temperature")
         if self.sample_boards is not None and self.cfr_br:
             raise TensorCFRError("--cfr-br runs exact full sweeps; leave out --sample-boards")
 
@@ -149,13 +168,14 @@ def _requested_game(s: AbstractSolveSettings) -> Optional[GameConfig]:
 
 
 def _game_and_embeddings(s: AbstractSolveSettings, requested: Optional[GameConfig],
-                         dtype: Any, device: Any) -> tuple[Any, list[Any], str, str, list[int]]:
-    """(game, per-round embeddings, method, source file, advisors per round) of the bucket
-    map or Phi file the settings name."""
+                         dtype: Any, device: Any
+                         ) -> tuple[Any, list[Any], str, str, list[int], Any]:
+    """(game, per-round embeddings, method, source file, advisors per round, Phi kept per
+    column: None for a bucket map, an int k or ``"dense"``) of the bucket map, soft
+    clustering or Phi file the settings name."""
     import numpy as np
 
-    from tensorcfr.abstraction.abstract_cfr import Embedding
-    from tensorcfr.games.numeral211.abstract_solve import bucket_embeddings
+    from tensorcfr.games.numeral211.abstract_solve import bucket_embeddings, phi_embeddings
 
     if s.abstraction is not None:
         from tensorcfr.abstraction.bucket_map import load_bucket_map
@@ -166,8 +186,18 @@ def _game_and_embeddings(s: AbstractSolveSettings, requested: Optional[GameConfi
                                  "numeral211")
         config = requested if requested is not None else GameConfig.from_dict(bmap.variant)
         game = n211.build_game(config, dtype=dtype, device=device)
+        if s.soft_temperature is not None:
+            from tensorcfr.games.numeral211.abstractions import check_bucket_map
+            from tensorcfr.games.numeral211.soft_clustering import soft_clustering
+
+            check_bucket_map(config, bmap)
+            soft = soft_clustering(config, bmap, float(s.soft_temperature))
+            embeddings, top = phi_embeddings(game, soft.phi, top_k=s.phi_top)
+            return (game, embeddings, f"soft clustering of {bmap.method} (temperature "
+                    f"{s.soft_temperature:g})", s.abstraction, list(bmap.num_buckets),
+                    "dense" if top is None else top)
         return (game, bucket_embeddings(game, bmap), bmap.method, s.abstraction,
-                list(bmap.num_buckets))
+                list(bmap.num_buckets), None)
     from tensorcfr.games.numeral211.embedding_net import load_embedding
     from tensorcfr.games.numeral211.isomorphism import isomorphism
 
@@ -186,21 +216,24 @@ def _game_and_embeddings(s: AbstractSolveSettings, requested: Optional[GameConfi
         config = requested
     game = n211.build_game(config, dtype=dtype, device=device)
     counts = isomorphism(config).isomorphic_classes()
-    embeddings = [Embedding.from_labels(np.arange(counts[0]))]
-    embeddings += [Embedding.from_matrix(emb_file.phi[r], top_k=s.phi_top) for r in (1, 2)]
+    embeddings, top = phi_embeddings(game, {r: np.asarray(emb_file.phi[r]) for r in (1, 2)},
+                                     top_k=s.phi_top)
     advisors = [counts[0]] + [e.num_advisors for e in embeddings[1:]]
-    return game, embeddings, "embedding", s.embedding, advisors  # type: ignore[return-value]
+    return (game, embeddings, "embedding", s.embedding,  # type: ignore[return-value]
+            advisors, "dense" if top is None else top)
 
 
-def _check_memory(game: Any, dtype: Any, sampling: Any, max_memory: Optional[str]) -> int:
+def _check_memory(game: Any, dtype: Any, sampling: Any, max_memory: Optional[str],
+                  phi_bytes: int = 0) -> int:
     """Estimated bytes of abstract solving ``game`` (MemoryLimitError above the limit):
     three cell-sized arrays per round (instantaneous regrets, weighted strategies, the cell
-    strategy), as the full solver's regrets / average / strategy, plus the class arrays."""
+    strategy), as the full solver's regrets / average / strategy, plus the class arrays,
+    plus ``phi_bytes`` for the embeddings (a dense Phi's copy included)."""
     from tensorcfr.core.public_tree import estimate_solver_bytes
     from tensorcfr.errors import MemoryLimitError
     from tensorcfr.utils.resources import format_bytes, parse_memory
 
-    need = int(estimate_solver_bytes(game, dtype, sampling) * 1.15)
+    need = int(estimate_solver_bytes(game, dtype, sampling) * 1.15) + int(phi_bytes)
     limit = parse_memory(max_memory)
     if need > limit:
         raise MemoryLimitError(f"abstract solving of {game.config.describe()} needs about "
@@ -238,10 +271,12 @@ def solve_abstract(settings: AbstractSolveSettings,
     dtype = getattr(torch, s.dtype)
     sampling = sampling_of(s.sample_boards, s.seed)
     requested = _requested_game(s)
-    game, embeddings, method, source, advisors = _game_and_embeddings(s, requested, dtype,
-                                                                      device)
+    game, embeddings, method, source, advisors, phi_top = _game_and_embeddings(
+        s, requested, dtype, device)
     config = game.config
-    need = _check_memory(game, dtype, sampling, s.max_memory)
+    phi_bytes = sum(e.bytes_needed(e.num_advisors, e.num_classes, int(e.index.shape[0]),
+                                   e.weight.element_size()) for e in embeddings)
+    need = _check_memory(game, dtype, sampling, s.max_memory, phi_bytes)
     solver = abstract_solver(game, embeddings, algo=s.algo,
                              averaging="reach" if s.cfr_br else s.averaging,
                              sampling=sampling, storage=s.storage)
@@ -271,7 +306,7 @@ def solve_abstract(settings: AbstractSolveSettings,
         curve = list(meta.get("curve") or [])
         resumed_from = solver.iteration
     file_meta = {"method": method, "source": source,
-                 "phi_top": s.phi_top if s.embedding is not None else None, "sampling": mode,
+                 "phi_top": phi_top, "sampling": mode,
                  "storage": storage}
     last_save = [time.perf_counter()]
 
@@ -328,7 +363,7 @@ def solve_abstract(settings: AbstractSolveSettings,
     checkpoint(curve, force=True)
     common = {"game": config.describe(), "algo": s.algo, "method": method, "source": source,
               "advisors": dict(zip(ROUND_NAMES, advisors)),
-              "phi_top": s.phi_top if s.embedding is not None else None,
+              "phi_top": phi_top,
               "iterations": solver.iteration, "iterations_run": solver.iteration
               - start_iteration, "resumed_from": resumed_from, "checkpoint": s.save,
               "seconds": seconds, "memory_estimate_bytes": need, "threads": threads,

@@ -2,7 +2,9 @@
 with an :class:`AbstractionSettings` (what ``tensorcfr numeral211 abstract`` runs).
 
 The run clusters the suit-isomorphic classes of the flop and the turn into buckets (EHS,
-PaEmd or KrwEmd; the preflop stays lossless) and writes the bucket map (NPZ, atomically)
+PaEmd or KrwEmd; the preflop stays lossless) and writes the bucket map (NPZ, atomically);
+with a soft temperature it also writes the soft-clustering control's Phi as an embedding
+file (:func:`~tensorcfr.games.numeral211.soft_clustering.soft_clustering_file`)
 for ``numeral211 solve --abstraction``.  Nothing here prints or parses command lines:
 progress is a text callback, errors are one-line
 :class:`~tensorcfr.errors.TensorCFRError` subclasses naming the CLI options.
@@ -31,7 +33,10 @@ class AbstractionSettings:
     ``"ehs2"`` (E[HS^2]); ``hist_turn``: PaEmd's turn equity clusters (None: ``turn``);
     ``weights``: KrwEmd's ``"turn own,flop,preflop;flop own,preflop"``; ``max_iter``: Lloyd
     iterations of the EMD k-means; ``game``: the deck (None: the paper's game); ``threads``:
-    torch CPU threads.  Value checks run here (the names normalised)."""
+    torch CPU threads; ``soft_temperature`` and ``soft_out`` (both or neither): also write
+    the soft clustering of the map at that temperature (>= 0, unit: the mean distance to
+    the own centre) as an embedding file for ``numeral211 solve --embedding``.  Value checks
+    run here (the names normalised)."""
 
     method: str
     out: str
@@ -45,6 +50,8 @@ class AbstractionSettings:
     max_iter: int = 100
     game: Optional[GameConfig] = None
     threads: int = 1
+    soft_temperature: Optional[float] = None
+    soft_out: Optional[str] = None
 
     def __post_init__(self) -> None:
         from tensorcfr.games.numeral211.abstractions import METHODS, parse_weights
@@ -70,6 +77,14 @@ class AbstractionSettings:
         if self.max_iter < 1:
             raise TensorCFRError(f"--max-iter must be >= 1, got {self.max_iter}")
         parse_weights(self.weights)
+        if (self.soft_temperature is None) != (self.soft_out is None):
+            raise TensorCFRError("give --soft-temperature and --soft-out together")
+        if self.soft_temperature is not None:
+            import math
+
+            if not (math.isfinite(self.soft_temperature) and self.soft_temperature >= 0):
+                raise TensorCFRError(f"--soft-temperature must be a finite number >= 0, got "
+                                     f"{self.soft_temperature}")
         check_int_range(self.seed, "--seed", 0, MAX_SEED)
         check_int_range(self.max_iter, "--max-iter", 1, 1_000_000)
 
@@ -78,13 +93,15 @@ class AbstractionSettings:
 class AbstractionResult:
     """A built abstraction: ``method``, ``bucket_map`` (the :class:`~tensorcfr.abstraction.
     bucket_map.BucketMap` written), ``config`` (its game), ``out`` (the absolute path
-    written) and ``threads``."""
+    written), ``threads`` and ``soft`` (with a soft temperature: ``out``, ``temperature``
+    and the soft clustering's ``agreement`` / ``top1_mean`` per round, else None)."""
 
     method: str
     bucket_map: Any
     config: GameConfig
     out: str
     threads: int
+    soft: Optional[dict[str, Any]] = None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object ``numeral211 abstract --json`` prints (``seconds``: build time)."""
@@ -94,7 +111,7 @@ class AbstractionResult:
                 "buckets": dict(zip(ROUND_NAMES, bmap.num_buckets)),
                 "classes": dict(zip(ROUND_NAMES, bmap.num_classes)),
                 "params": bmap.params, "seconds": round(bmap.seconds, 3),
-                "threads": self.threads, "out": self.out}
+                "threads": self.threads, "out": self.out, "soft": self.soft}
 
 
 def build_abstraction_file(settings: AbstractionSettings,
@@ -110,11 +127,25 @@ def build_abstraction_file(settings: AbstractionSettings,
     s = settings
     torch.set_num_threads(s.threads)
     target = os.path.abspath(check_output_file(s.out, "--out"))
+    soft: Optional[dict[str, Any]] = None
+    if s.soft_out is not None:
+        soft_target = os.path.abspath(check_output_file(s.soft_out, "--soft-out"))
     config = s.game if s.game is not None else GameConfig()
     bmap = build_abstraction(config, s.method, s.flop, s.turn, seed=s.seed, ehs_bins=s.bins,
                              weights=parse_weights(s.weights), max_iter=s.max_iter,
                              ehs_feature=s.feature, hist_turn=s.hist_turn,
                              progress=progress)
     bmap.save(target)
+    if s.soft_temperature is not None:
+        from tensorcfr.games.numeral211.embedding_net import save_embedding
+        from tensorcfr.games.numeral211.soft_clustering import soft_clustering_file
+
+        if progress is not None:
+            progress(f"soft clustering at temperature {s.soft_temperature:g}")
+        soft_file = soft_clustering_file(config, bmap, float(s.soft_temperature))
+        save_embedding(soft_target, soft_file)
+        soft = {"out": soft_target, "temperature": soft_file.meta["temperature"],
+                "agreement": soft_file.meta["agreement"],
+                "top1_mean": soft_file.meta["top1_mean"]}
     return AbstractionResult(method=s.method, bucket_map=bmap, config=config, out=target,
-                             threads=s.threads)
+                             threads=s.threads, soft=soft)
