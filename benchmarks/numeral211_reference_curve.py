@@ -142,12 +142,16 @@ def main() -> None:
     if ck_path.is_file():
         meta = n211.load_checkpoint(ck_path, solver, game.config)
         curve = list(meta.get("curve", []))
-        if curve:
+        if "solved_cpu_seconds" in meta:  # the time up to the checkpoint, not the last point
+            solved_cpu = float(meta["solved_cpu_seconds"])
+            solved_wall = float(meta["solved_wall_seconds"])
+        elif curve:  # checkpoints written before the key: the last evaluation's (undercounts)
             solved_cpu, solved_wall = curve[-1]["cpu_seconds"], curve[-1]["wall_seconds"]
     ante = game.config.ante
 
     def save() -> None:
-        n211.save_checkpoint(ck_path, solver, game.config, curve=curve)
+        n211.save_checkpoint(ck_path, solver, game.config, curve=curve,
+                             solved_cpu_seconds=solved_cpu, solved_wall_seconds=solved_wall)
         write_json_atomic(curve_path, {"game": game.config.to_dict(), "algo": args.algo,
                                        "alternating_updates": True, "threads": threads,
                                        "storage": type(solver).__name__, "curve": curve})
