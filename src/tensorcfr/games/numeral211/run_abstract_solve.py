@@ -20,14 +20,14 @@ Nothing here prints or parses command lines: progress goes to the optional callb
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Optional
 
 from tensorcfr.errors import TensorCFRError
 from tensorcfr.games.numeral211 import solver as n211
 from tensorcfr.games.numeral211.config import GameConfig
 from tensorcfr.games.numeral211.run_common import (ROUND_NAMES, ProgressCallback,
-                                                   RunProgress, check_dtype,
+                                                   RunProgress, RunResult, check_dtype,
                                                    check_output_files,
                                                    check_positive_minutes, check_storage,
                                                    sampling_dict, sampling_of)
@@ -121,35 +121,11 @@ class AbstractSolveSettings:
             raise TensorCFRError("--cfr-br runs exact full sweeps; leave out --sample-boards")
 
 
-@dataclass
-class AbstractSolveResult:
-    """What an abstract solve run did.  ``game`` / ``solver``: the built full game and the
-    abstract solver after the run; ``summary``: the JSON object ``numeral211 solve
-    --abstraction ... --json`` prints (:meth:`to_dict`; with CFR-BR it also has ``floor``,
-    ``floor_mbg``, ``average``, ``seats``)."""
-
-    game: Any
-    solver: Any
-    summary: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def iterations(self) -> int:
-        """Iterations done in total."""
-        return int(self.summary["iterations"])
-
-    @property
-    def exploitability(self) -> float:
-        """Full-game exploitability of the result, chips per game (CFR-BR: the floor)."""
-        return float(self.summary["exploitability"])
-
-    @property
-    def curve(self) -> list[dict[str, Any]]:
-        """The evaluations of the run (keys as in the summary's ``curve``)."""
-        return list(self.summary["curve"])
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON-ready summary."""
-        return dict(self.summary)
+class AbstractSolveResult(RunResult):
+    """What an abstract solve run did (:class:`~.run_common.RunResult`): ``game`` is the
+    built full game, ``solver`` the abstract solver; ``summary`` is the JSON object
+    ``numeral211 solve --abstraction ... --json`` prints (with CFR-BR also ``floor``,
+    ``floor_mbg``, ``average``, ``seats``, and ``exploitability`` is the floor)."""
 
 
 def _requested_game(s: AbstractSolveSettings) -> Optional[GameConfig]:

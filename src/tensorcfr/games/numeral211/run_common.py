@@ -11,7 +11,7 @@ terminal; what a caller shows of the events is its own affair.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -109,3 +109,34 @@ def sampling_of(sample_boards: Optional[int], seed: int) -> Any:
 def sampling_dict(sampling: Any) -> dict[str, Any]:
     """JSON description of a run's sampling (``{"mode": "exact full sweeps"}`` for None)."""
     return {"mode": "exact full sweeps"} if sampling is None else sampling.to_dict()
+
+
+@dataclass
+class RunResult:
+    """What a solve run did: ``game`` / ``solver`` are the built game and the solver after
+    the run; ``summary`` is the JSON object the command's ``--json`` prints
+    (:meth:`to_dict`), with at least ``iterations``, ``exploitability`` (chips per game) and
+    ``curve`` (the evaluations)."""
+
+    game: Any
+    solver: Any
+    summary: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def iterations(self) -> int:
+        """Iterations done in total."""
+        return int(self.summary["iterations"])
+
+    @property
+    def exploitability(self) -> float:
+        """The summary's exploitability, chips per game."""
+        return float(self.summary["exploitability"])
+
+    @property
+    def curve(self) -> list[dict[str, Any]]:
+        """The evaluations of the run (keys as in the summary's ``curve``)."""
+        return list(self.summary["curve"])
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON-ready summary."""
+        return dict(self.summary)

@@ -24,13 +24,14 @@ TensorCFRError` subclasses with one-line messages naming the CLI options.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Optional
 
 from tensorcfr.errors import TensorCFRError
 from tensorcfr.games.numeral211 import solver as n211
 from tensorcfr.games.numeral211.config import GameConfig, GameConfigError
-from tensorcfr.games.numeral211.run_common import (ProgressCallback, RunProgress, check_dtype,
+from tensorcfr.games.numeral211.run_common import (ProgressCallback, RunProgress, RunResult,
+                                                   check_dtype,
                                                    check_output_files,
                                                    check_positive_minutes, check_storage,
                                                    sampling_dict, sampling_of)
@@ -91,35 +92,11 @@ class SolveSettings:
         object.__setattr__(self, "storage", check_storage(self.storage))
 
 
-@dataclass
-class SolveResult:
-    """What a full-game solve run did.  ``game`` / ``solver``: the built game and the solver
-    after the run (``solver.average_policy()`` is the strategy); ``summary``: the JSON object
-    ``numeral211 solve --json`` prints (:meth:`to_dict`)."""
-
-    game: Any
-    solver: Any
-    summary: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def iterations(self) -> int:
-        """Iterations done in total."""
-        return int(self.summary["iterations"])
-
-    @property
-    def exploitability(self) -> float:
-        """Exploitability of the final average strategy, chips per game."""
-        return float(self.summary["exploitability"])
-
-    @property
-    def curve(self) -> list[dict[str, float]]:
-        """The evaluations: ``iteration``, ``exploitability`` (chips/game), ``mbg``,
-        ``seconds``."""
-        return list(self.summary["curve"])
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON-ready summary."""
-        return dict(self.summary)
+class SolveResult(RunResult):
+    """What a full-game solve run did (:class:`~.run_common.RunResult`):
+    ``solver.average_policy()`` is the strategy; ``summary`` is the JSON object ``numeral211
+    solve --json`` prints, its ``curve`` entries ``iteration``, ``exploitability``
+    (chips/game), ``mbg``, ``seconds``."""
 
 
 def _resume_config(settings: SolveSettings) -> tuple[GameConfig, dict[str, Any]]:
