@@ -50,6 +50,8 @@ from tensorcfr.games.numeral211.abstractions import build_abstraction  # noqa: E
 from tensorcfr.games.numeral211.config import GameConfig  # noqa: E402
 from tensorcfr.games.numeral211.embedding_net import train_embedding  # noqa: E402
 from tensorcfr.games.numeral211.isomorphism import isomorphism  # noqa: E402
+from tensorcfr.utils.io import file_slug as slug  # noqa: E402
+from tensorcfr.utils.machine import run_conditions as machine  # noqa: E402
 
 # (baseline, setting label, build_abstraction keyword arguments)
 CLUSTERINGS: list[tuple[str, str, dict[str, Any]]] = [
@@ -80,16 +82,6 @@ EMBEDDINGS: list[tuple[str, dict[str, Any]]] = [
 LOSSLESS_FLOOR = "lossless: one bucket per class"
 COLOURS = {"ehs": "tab:blue", "paemd": "tab:orange", "krwemd": "tab:green",
            "embedding cfr": "tab:red", "full game": "black"}
-
-
-def machine() -> str:
-    load = os.getloadavg()
-    return (f"{os.cpu_count()} CPUs, load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}"
-            f", torch {torch.__version__}, threads {torch.get_num_threads()}")
-
-
-def slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
 
 
 class Cache:

@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 import time
 from typing import Any
@@ -51,7 +50,9 @@ from tensorcfr.games.numeral211.embedding_net import (TrainingBudget,  # noqa: E
                                                       load_embedding, save_embedding,
                                                       train_embedding)
 from tensorcfr.games.numeral211.isomorphism import isomorphism  # noqa: E402
+from tensorcfr.utils.io import file_slug as slug  # noqa: E402
 from tensorcfr.utils.io import write_json_atomic, write_text_atomic  # noqa: E402
+from tensorcfr.utils.machine import run_conditions as machine  # noqa: E402
 
 # (label, train_embedding keyword arguments); every variant trains under the same budget
 VARIANTS: list[tuple[str, dict[str, Any]]] = [
@@ -69,18 +70,6 @@ VARIANTS: list[tuple[str, dict[str, Any]]] = [
 ]
 REFERENCE = "krwemd 1,1,1;1,1 (buckets)"
 ROUNDS = ("round_1", "round_2")
-
-
-def machine() -> str:
-    """CPUs, load average, torch version and threads, for the record."""
-    load = os.getloadavg()
-    return (f"{os.cpu_count()} CPUs, load average {load[0]:.1f} / {load[1]:.1f} / "
-            f"{load[2]:.1f}, torch {torch.__version__}, threads {torch.get_num_threads()}")
-
-
-def slug(text: str) -> str:
-    """File-name form of a label."""
-    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
 
 
 def train_variant(config: GameConfig, flop: int, turn: int, label: str, kw: dict[str, Any],

@@ -47,7 +47,6 @@ import argparse
 import datetime as dt
 import json
 import os
-import re
 import sys
 import time
 from pathlib import Path
@@ -59,7 +58,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
 
 from tensorcfr.games.numeral211 import solver as n211  # noqa: E402
 from tensorcfr.games.numeral211.config import GameConfig  # noqa: E402
+from tensorcfr.utils.io import file_slug as slug  # noqa: E402
 from tensorcfr.utils.io import write_json_atomic, write_text_atomic  # noqa: E402
+from tensorcfr.utils.machine import load_averages as load_text  # noqa: E402
 
 PAPER_CLASSES = (100, 2260, 62020)
 PAPER_BUDGET = (100, 225, 396)
@@ -76,16 +77,6 @@ def fail(message: str) -> None:
     """Bad input: one line on stderr, exit code 2."""
     print(f"error: {message}", file=sys.stderr)
     raise SystemExit(2)
-
-
-def slug(text: str) -> str:
-    """File-name form of a run label."""
-    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
-
-
-def load_text() -> str:
-    """The three load averages, as noted with every timing."""
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def scaled_budget(classes: list[int]) -> tuple[int, int]:

@@ -11,6 +11,7 @@ import contextlib
 import errno
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Any, Iterator
@@ -179,3 +180,10 @@ def read_small_file(path: str | os.PathLike[str], what: str,
         raise TensorCFRError(f"{subject} larger than {format_bytes(max_bytes)}, too large for "
                              f"{what}")
     return data
+
+
+def file_slug(text: str) -> str:
+    """File-name form of a label: lower case, every run of other characters than a-z and 0-9
+    replaced by one ``_``, none at the ends (``"KrwEmd 1,1,1;1,1"`` -> ``"krwemd_1_1_1_1_1"``)."""
+    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
+

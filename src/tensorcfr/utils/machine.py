@@ -36,3 +36,20 @@ def machine_line() -> str:
     m = machine_info()
     return (f"{m['cpu']}, {m['cores']} cores, {m['ram_gib']:.1f} GiB RAM; torch {m['torch']}; "
             f"Python {m['python']}; {m['date']}")
+
+
+def load_averages() -> str:
+    """The 1-, 5- and 15-minute load averages as ``"a b c"`` (two decimals), noted with
+    every timing."""
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def run_conditions() -> str:
+    """One line of the conditions a timing ran under: logical CPUs, load averages (one
+    decimal), torch version and its intra-op threads."""
+    import torch
+
+    load = os.getloadavg()
+    return (f"{os.cpu_count()} CPUs, load average {load[0]:.1f} / {load[1]:.1f} / "
+            f"{load[2]:.1f}, torch {torch.__version__}, threads {torch.get_num_threads()}")
+
