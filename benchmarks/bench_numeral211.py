@@ -12,6 +12,11 @@ beside it:
    best response of both players to the average strategy (``exploitability(...,
    with_policy_values=False)``: what a full-game strategy costs to evaluate), peak RSS of the
    process against the solver's own estimate (checked before allocating), load averages.
+   The baseline runs as it was filed: without transparent huge pages
+   (``THP_MEM_ALLOC_ENABLE=0``; this tree's ``import tensorcfr`` turns them on).
+   **Levers** (``--levers``): this tree again with one lever off at a time: huge pages off,
+   and the sort sweeps instead of the dense per-board matrices (``--sweeps`` in the
+   worker), so each lever's share is measured in the same invocation.
 2. **Abstract iteration at the paper's budget** (this tree only): bucketed CFR (equal-width
    EHS bins, 225 flop / 396 turn buckets) over the full game's exact sweeps
    (``abstract_solver``): seconds per iteration next to the full-game iteration's.
@@ -25,7 +30,7 @@ full game peaks near 7.6 GiB.  Usage::
 
     heavy .venv/bin/python benchmarks/bench_numeral211.py [--iterations 2]
         [--baseline-commit 523fbf2] [--threads 1] [--out docs/benchmarks/numeral211.md]
-        [--skip-baseline] [--skip-full] [--skip-abstract] [--skip-tiny]
+        [--skip-baseline] [--skip-full] [--skip-abstract] [--skip-tiny] [--levers]
 """
 
 from __future__ import annotations
@@ -50,10 +55,17 @@ def _load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def bench_full(iterations: int, dtype_name: str, device: str, ranks: str) -> dict[str, Any]:
+def bench_full(iterations: int, dtype_name: str, device: str, ranks: str,
+               sweeps: bool = False) -> dict[str, Any]:
     """Worker: build, allocate, iterate and evaluate the full game with the code on
-    ``sys.path`` (only API calls that exist before and after the speed-up)."""
+    ``sys.path`` (only API calls that exist before and after the speed-up).  ``sweeps``:
+    this tree's class game without its dense per-board matrices."""
     import torch
+
+    if sweeps:
+        from tensorcfr.games.numeral211.class_game import Numeral211ClassGame
+
+        Numeral211ClassGame.dense = False
 
     from tensorcfr.games.numeral211 import solver as n211
     from tensorcfr.games.numeral211.config import GameConfig
@@ -92,7 +104,8 @@ def bench_full(iterations: int, dtype_name: str, device: str, ranks: str) -> dic
             "peak_rss_bytes": int(peak_rss_mb() * 2**20),
             "memory_estimate_bytes": solver.estimated_memory_bytes,
             "storage": type(solver).__name__, "dtype": dtype_name, "device": device,
-            "game": game.config.describe(),
+            "game": game.config.describe(), "sweeps": sweeps,
+            "huge_pages": os.environ.get("THP_MEM_ALLOC_ENABLE", "0") == "1",
             "load_before": load_before, "load_after": _load()}
 
 
@@ -143,13 +156,15 @@ def _baseline_src(commit: str, folder: Path) -> Path:
     return folder / "src"
 
 
-def _run_worker(src: Path, part: str, args: argparse.Namespace) -> dict[str, Any]:
-    """Run ``part`` of this script in a child process with ``src`` first on the path."""
-    env = dict(os.environ, PYTHONPATH=str(src))
+def _run_worker(src: Path, part: str, args: argparse.Namespace, *, huge_pages: bool = True,
+                sweeps: bool = False) -> dict[str, Any]:
+    """Run ``part`` of this script in a child process with ``src`` first on the path
+    (``huge_pages``: PyTorch's ``THP_MEM_ALLOC_ENABLE``; ``sweeps``: see :func:`bench_full`)."""
+    env = dict(os.environ, PYTHONPATH=str(src), THP_MEM_ALLOC_ENABLE="1" if huge_pages else "0")
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", part,
            "--iterations", str(args.iterations if part == "full" else args.abstract_iterations),
            "--threads", str(args.threads), "--dtype", args.dtype, "--device", args.device,
-           "--ranks", args.ranks]
+           "--ranks", args.ranks] + (["--sweeps"] if sweeps else [])
     done = subprocess.run(cmd, env=env, check=True, stdout=subprocess.PIPE, text=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -249,6 +264,19 @@ def write_report(path: Path, result: dict[str, Any]) -> None:
             lines += ["", f"Speed-up: {ratio:.1f}x per iteration, {br:.1f}x per exact best "
                       "response (same machine, same invocation)."]
         lines.append("")
+    levers = result.get("levers")
+    if levers and after:
+        lines += ["## What each lever buys (this tree, one lever off at a time, same "
+                  "invocation)", "",
+                  "| run | CPU s / iteration | wall s / iteration | best response, CPU | "
+                  "peak RSS | CPU time against all levers on |", "|---|---:|---:|---:|---:|---:|"]
+        for name, info in [("all levers on (the table above)", after)] + list(levers.items()):
+            lines.append(f"| {name} | {info['cpu_seconds_per_iteration']:.2f} | "
+                         f"{info['seconds_per_iteration']:.2f} | "
+                         f"{info['best_response_cpu_seconds']:.1f} s | "
+                         f"{_gib(info['peak_rss_bytes'])} | "
+                         f"{info['cpu_seconds_per_iteration'] / after['cpu_seconds_per_iteration']:.2f}x |")
+        lines.append("")
     abstract = result.get("abstract")
     if abstract:
         full_s = after["seconds_per_iteration"] if after else float("nan")
@@ -302,14 +330,20 @@ def main() -> None:
     parser.add_argument("--skip-full", action="store_true")
     parser.add_argument("--skip-abstract", action="store_true")
     parser.add_argument("--skip-tiny", action="store_true")
+    parser.add_argument("--levers", action="store_true",
+                        help="also time this tree with huge pages off, and with the sweeps")
+    parser.add_argument("--sweeps", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--worker", choices=["full", "abstract"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     from tensorcfr.utils.resources import set_threads
 
     threads = set_threads(args.threads)
     if args.worker:
-        work = bench_full if args.worker == "full" else bench_abstract
-        info = work(args.iterations, args.dtype, args.device, args.ranks)
+        if args.worker == "full":
+            info = bench_full(args.iterations, args.dtype, args.device, args.ranks,
+                              sweeps=args.sweeps)
+        else:
+            info = bench_abstract(args.iterations, args.dtype, args.device, args.ranks)
         info["threads"] = threads
         print(json.dumps(info), flush=True)
         return
@@ -323,10 +357,16 @@ def main() -> None:
         if not args.skip_baseline:
             with tempfile.TemporaryDirectory() as tmp:
                 old = _baseline_src(args.baseline_commit, Path(tmp))
-                result["before"] = _run_worker(old, "full", args)
+                result["before"] = _run_worker(old, "full", args, huge_pages=False)
             print(json.dumps({"before": result["before"]}), flush=True)
         result["after"] = _run_worker(here, "full", args)
         print(json.dumps({"after": result["after"]}), flush=True)
+        if args.levers:
+            result["levers"] = {
+                "huge pages off": _run_worker(here, "full", args, huge_pages=False),
+                "sort sweeps instead of the dense per-board matrices":
+                    _run_worker(here, "full", args, sweeps=True)}
+            print(json.dumps({"levers": result["levers"]}), flush=True)
     if not args.skip_abstract:
         result["abstract"] = _run_worker(here, "abstract", args)
         print(json.dumps({"abstract": result["abstract"]}), flush=True)

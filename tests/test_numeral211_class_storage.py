@@ -196,3 +196,52 @@ def test_showdown_layouts_agree_and_share_symmetric_card_lists(game) -> None:
     assert (list_of < np.array([len(x) for x in lists])[:, None]).all()
     if game.config.suits == 4:
         assert min(len(x) for x in lists) < n
+
+
+def test_dense_board_matrices_equal_the_sweeps(game) -> None:
+    """The per-board matrix products (showdowns: one [k, k] matrix per board; folds: the
+    rank N + 1 factor pair) equal the sort sweep and the batched per-card fold sums on
+    random class reach (float64, 1e-12), in every round; the memory they report is what
+    they hold."""
+    cls = n211.class_game(game)
+    assert cls._use_dense()
+    generator = torch.Generator().manual_seed(11)
+    count = cls.hands_per_round[-1]
+    opp = torch.rand((23, count), generator=generator, dtype=torch.float64)
+    assert torch.allclose(cls._dense_showdown(opp), cls._win_minus_lose(opp),
+                          rtol=0, atol=1e-12)
+    for r in range(3):
+        reach = torch.rand((7, 1, cls.hands_per_round[r]), generator=generator,
+                           dtype=torch.float64)
+        assert torch.allclose(cls._dense_compatible_sum(r, reach.reshape(7, -1)),
+                              cls._compatible_sum(r, reach), rtol=0, atol=1e-12)
+    held = sum(m.numel() for *_, m in cls._dense["showdowns"])
+    held += sum(inc.numel() + pick.numel() for rnd in cls._dense["folds"]
+                for *_, inc, pick in rnd)
+    assert cls.dense_bytes(8) == held * 8
+
+
+def test_dense_and_sweep_solvers_agree_and_large_matrices_fall_back(game) -> None:
+    """One CFR+ iteration with the dense matrices equals one with the sweeps (player 0's
+    regrets, float64, 1e-12: player 1's pass already plays player 0's new strategy, where
+    rounding-level regrets break ties differently, see the module docstring); a memory cap
+    below the matrices' size falls back to the sweeps."""
+    from tensorcfr.games.numeral211.class_game import Numeral211ClassGame
+
+    results = []
+    for dense, cap in ((True, None), (False, None), (True, 0)):
+        cls = Numeral211ClassGame(game)
+        cls.dense = dense
+        if cap is not None:
+            cls.dense_max_bytes = cap
+        solver = n211.ClassStorageCFR(game, "cfr+")
+        solver.game = cls  # the per-class view under test (same tables as the cached one)
+        solver.iterate(1)
+        assert cls._use_dense() == (dense and cap is None)
+        results.append(solver)
+    for other in results[1:]:
+        for r in range(3):
+            for j, sl in enumerate(other._node_slices(r)):
+                if game.rounds[r].players[j] == 0:
+                    assert torch.allclose(results[0].regrets[r][sl], other.regrets[r][sl],
+                                          rtol=0, atol=1e-12), (r, j)

@@ -562,11 +562,25 @@ def public_pass(game: PublicTreeGame, strategy: Sequence[Tensor], player: int, m
         node_reach: list[list[Tensor | None] | None] = [None] * tmpl.num_nodes
         exit_reach: list[list[Tensor | None] | None] = [None] * tmpl.num_exits
         node_reach[0] = reach
+        if r == last:
+            # the showdowns need only the opponent's reach at the exits: written straight
+            # into one stacked buffer (no stack copy; the player's own exit reach is unused)
+            opp_at_root = reach[opp]
+            assert opp_at_root is not None
+            final_exit_reach = opp_at_root.new_empty((tmpl.num_exits,) + opp_at_root.shape)
         for j in range(tmpl.num_nodes):
             here = node_reach[j]
             acting = tmpl.players[j]
             for a, (kind, idx) in enumerate(tmpl.children[j]):
                 if kind == "terminal":
+                    continue
+                if kind == "exit" and r == last:
+                    assert final_exit_reach is not None and here[opp] is not None
+                    if acting == opp:
+                        torch.mul(here[opp], strategy[r][offsets[j] + a],
+                                  out=final_exit_reach[idx])
+                    else:
+                        final_exit_reach[idx].copy_(here[opp])
                     continue
                 child = list(here)
                 if child[acting] is not None:
@@ -585,8 +599,6 @@ def public_pass(game: PublicTreeGame, strategy: Sequence[Tensor], player: int, m
                 stacked = torch.stack([e[who] for e in exit_reach])  # type: ignore[index]
                 stacked = stacked.reshape((-1,) + tuple(stacked.shape[2:]))
                 reach.append(game.chance_forward(r + 1, stacked, **kw))
-        else:
-            final_exit_reach = torch.stack([e[opp] for e in exit_reach])  # type: ignore[index]
         del exit_reach
     # ---------------------------------------------------------------- backward
     next_values: Tensor | None = None

@@ -16,12 +16,18 @@ over hands weighs each preflop class by its size (``root_weights``).
 * chance forward: a class's reach is its parent class's (same hand, the board without its
   last card); chance backward: a class's value sums, over every concrete new card, the value
   of the class the (board + card, hand) falls in (``1 / cards left`` each; clashing cards 0);
-* folds: per board, one product of its classes' reach with their hands x card incidence
-  gives the per-card sums; each class reads ``total - per_card[a] - per_card[b] + own``;
-* showdowns: the cell game's sort sweep, gathered straight from the classes: the all-hands
-  sums over each board's classes sorted by strength (weighted by their hands), the 39-hand
-  per-card lists, the nine partial-sum lookups at the representatives only; by default
-  board-major (the 729 exit x prefix rows innermost, so gathers copy whole rows).
+* folds and showdowns are, per canonical board, linear maps of the opponent's reach over
+  the board's classes [X, k] -> [X, k].  By default (:attr:`~Numeral211ClassGame.dense`)
+  each is a matrix product per board with matrices built once (about 106 MiB for the full
+  game in float32, counted in the memory estimate): a showdown matrix [k, k] of
+  (compatible hands) x sign(strength difference), and for folds the rank N + 1 pair
+  "per-card sums, then total - either card's sum" (the class's own hand added back);
+* otherwise (matrices over :attr:`~Numeral211ClassGame.dense_max_bytes`, or ``dense``
+  off): folds as one batched product of the classes' reach with their hands x card
+  incidence, and showdowns as the cell game's sort sweep, gathered straight from the
+  classes (the all-hands sums over each board's classes sorted by strength, the 39-hand
+  per-card lists, the nine partial-sum lookups at the representatives only), board-major
+  by default (the 729 exit x prefix rows innermost, so gathers copy whole rows).
 
 Exact for suit-symmetric strategies, which is what the solver iterates and what
 :func:`~.solver.exploitability` evaluates (it reads a policy at the class representatives).
@@ -85,8 +91,22 @@ class Numeral211ClassGame:
     glibc's 32 MiB mmap ceiling, so freed chunks are reused instead of page-faulted anew."""
 
     board_major: bool = True
-    """Showdowns with the rows innermost (:meth:`_showdown_by_boards`) or row-major
+    """Sweep showdowns with the rows innermost (:meth:`_showdown_by_boards`) or row-major
     (:meth:`_win_minus_lose`); the same numbers up to rounding."""
+
+    dense: bool = True
+    """Showdowns and folds as one matrix product per canonical board (:meth:`_dense_tables`)
+    when those matrices fit :attr:`dense_max_bytes`; otherwise (or when False) the sort
+    sweep and the batched per-card fold sums.  The same numbers up to rounding."""
+
+    dense_showdowns: bool = True
+    """Showdowns by the per-board matrices too (when :attr:`dense`; else the sort sweep):
+    36 GFLOP per full-game pass, measured about 1.2x faster than the sweep on one CPU
+    thread (docs/benchmarks/numeral211_speed.md) and the natural choice on a GPU."""
+
+    dense_max_bytes: int = 2**29
+    """Largest total size of the per-board showdown matrices (bytes) kept for :attr:`dense`
+    (the full 40-card game needs about 80 MiB in float32)."""
 
     def __init__(self, cells: Numeral211PublicGame) -> None:
         self.cells = cells
@@ -145,6 +165,7 @@ class Numeral211ClassGame:
             self._children.append((torch.as_tensor(index.reshape(-1), device=dev), weight))
         self._build_fold_tables()
         self._build_sweep()
+        self._dense: dict[str, Any] | None = None
 
     def _build_fold_tables(self) -> None:
         """Per round: for every class, its board and the flat (board * N + card) positions
@@ -358,6 +379,108 @@ class Numeral211ClassGame:
             _copy_transposed(out[:, c0:c1], torch.sparse.mm(chunk["lookups"], work))
         return out
 
+    def _board_ranges(self, r: int) -> list[tuple[int, int, int]]:
+        """Round r's canonical boards that hold classes, as (board, first class, end) with
+        the classes numbered board by board."""
+        board = self._rep_cell[r].cpu().numpy() // self.cells.num_hands
+        assert (board[1:] >= board[:-1]).all()
+        counts = np.bincount(board, minlength=len(self.class_tables[r]))
+        ends = np.cumsum(counts)
+        return [(b, int(e - c), int(e)) for b, (c, e) in enumerate(zip(counts, ends)) if c]
+
+    def dense_bytes(self, element_size: int) -> int:
+        """Memory of the dense showdown and fold matrices (:meth:`_dense_tables`, bytes):
+        per board of the last round its [k, k] showdown matrix, per board of every round
+        two [k, N] fold factors."""
+        n = self.config.num_cards
+        last = self.config.num_rounds - 1
+        total = sum((c1 - c0) ** 2 for _, c0, c1 in self._board_ranges(last))
+        total += sum(2 * n * (c1 - c0) for r in range(self.config.num_rounds)
+                     for _, c0, c1 in self._board_ranges(r))
+        return int(total * element_size)
+
+    def _use_dense(self) -> bool:
+        if not self.dense:
+            return False
+        if self._dense is None:  # decided once: built, or {} when it would not fit
+            size = self.dense_bytes(torch.empty((), dtype=self.dtype).element_size())
+            self._dense = self._dense_tables() if size <= self.dense_max_bytes else {}
+        return bool(self._dense)
+
+    def _dense_tables(self) -> dict[str, Any]:
+        """Per canonical board b with classes ``c0:c1`` (k of them), the linear maps of its
+        folds and showdowns on opponent class reach [X, k] -> [X, k]:
+
+        * showdown: ``W_b`` [k, k], ``W_b[j, i]`` = (hands of class j on the board that
+          share no card with class i's representative) x sign(strength_i - strength_j), so
+          that ``values_b = reach_b @ W_b`` is compatible weaker minus stronger reach;
+        * fold: the compatible count matrix has rank N + 1: ``reach_b @ inc_b`` [X, N] are
+          the per-card sums (``inc_b[j, c]`` = hands of class j holding card c), and
+          ``per_card @ pick_b`` with ``pick_b[c, i]`` = 1/2 - [c in class i's representative]
+          gives total - either card's sum; + ``reach_b`` adds back the class's own hand.
+
+        Built in float64 with NumPy, stored in the game's dtype and device."""
+        cells = self.cells
+        h, n = cells.num_hands, self.config.num_cards
+        c1 = cells._hand_c1.cpu().numpy()
+        c2 = cells._hand_c2.cpu().numpy()
+        hand_cards = np.zeros((h, n))
+        hand_cards[np.arange(h), c1] = 1
+        hand_cards[np.arange(h), c2] = 1
+        compatible = (hand_cards @ hand_cards.T) == 0  # [H, H] no shared card
+        t = lambda a: torch.as_tensor(np.ascontiguousarray(a), dtype=self.dtype,  # noqa: E731
+                                      device=self.device)
+        folds: list[list[tuple[int, int, Tensor, Tensor]]] = []
+        for r in range(self.config.num_rounds):
+            table = self.class_tables[r]
+            reps = self._rep_cell[r].cpu().numpy() % h
+            per_round = []
+            for b, k0, k1 in self._board_ranges(r):
+                row = table[b]
+                valid = np.flatnonzero(row >= 0)
+                inc = np.zeros((k1 - k0, n))
+                np.add.at(inc, row[valid] - k0, hand_cards[valid])
+                pick = 0.5 - hand_cards[reps[k0:k1]].T  # [N, k]
+                per_round.append((k0, k1, t(inc), t(pick)))
+            folds.append(per_round)
+        last = self.config.num_rounds - 1
+        strength = board_hand_values(self.config, self.iso.boards[last]).astype(np.float64)
+        table = self.class_tables[last]
+        reps = self._rep_cell[last].cpu().numpy() % h
+        showdowns = []
+        for b, k0, k1 in self._board_ranges(last):
+            row = table[b]
+            valid = np.flatnonzero(row >= 0)
+            rep = reps[k0:k1]
+            signed = np.sign(strength[b, rep][:, None] - strength[b, valid][None, :])
+            signed *= compatible[rep][:, valid]  # [k, valid hands]
+            order = np.argsort(row[valid], kind="stable")
+            cls_sorted = row[valid][order] - k0
+            starts = np.flatnonzero(np.r_[True, cls_sorted[1:] != cls_sorted[:-1]])
+            assert len(starts) == k1 - k0
+            matrix = np.add.reduceat(signed[:, order], starts, axis=1)  # [i, j]
+            showdowns.append((k0, k1, t(matrix.T)))
+        return {"folds": folds, "showdowns": showdowns}
+
+    def _dense_showdown(self, opp: Tensor) -> Tensor:
+        """Opponent class reach [X, C] -> [X, C] (as :meth:`_win_minus_lose`): one product
+        with each board's showdown matrix, written into the output's columns."""
+        assert self._dense is not None
+        out = torch.empty_like(opp)
+        for k0, k1, matrix in self._dense["showdowns"]:
+            torch.mm(opp[:, k0:k1], matrix, out=out[:, k0:k1])
+        return out
+
+    def _dense_compatible_sum(self, r: int, opp: Tensor) -> Tensor:
+        """Opponent class reach [X, C_r] -> [X, C_r] (as :meth:`_compatible_sum`): per board
+        its per-card sums, then total - either card's sum + own, as two small products."""
+        assert self._dense is not None
+        out = torch.empty_like(opp)
+        for k0, k1, inc, pick in self._dense["folds"][r]:
+            reach = opp[:, k0:k1]
+            torch.addmm(reach, reach @ inc, pick, out=out[:, k0:k1])
+        return out
+
     def _class_sort(self, r: int) -> dict[str, Tensor]:
         """The all-hands part of the sweep over classes: per board its classes sorted by
         hand strength (padded to the largest board's count with the zero entry ``C``),
@@ -401,7 +524,7 @@ class Numeral211ClassGame:
         sw = self._sweep
         last = self.config.num_rounds - 1
         x = opp.shape[0]
-        b, h, n = cells.num_boards[last], cells.num_hands, self.config.num_cards
+        b, n = cells.num_boards[last], self.config.num_cards
         padded = torch.nn.functional.pad(opp, (0, 1))
         cs = _cumsum_from_zero(padded.index_select(1, sw["order"]).mul_(sw["size"]).reshape(
             x, b, -1)).reshape(x, -1)
@@ -421,8 +544,11 @@ class Numeral211ClassGame:
 
     def workspace_bytes(self, element_size: int) -> int:
         """Temporary memory of folds, showdowns and chance sums (bytes): the cell game's
-        workspace (the sweep runs on expanded cells, a chunk of rows at a time)."""
-        return self.cells.workspace_bytes(element_size)
+        workspace (an upper bound for the class sweeps) plus the dense per-board matrices
+        (:meth:`dense_bytes`) where :attr:`dense` keeps them."""
+        dense = self.dense_bytes(element_size)
+        kept = dense if self.dense and dense <= self.dense_max_bytes else 0
+        return self.cells.workspace_bytes(element_size) + kept
 
     # ------------------------------------------------------------------ protocol
     def initial_reach(self) -> Tensor:
@@ -460,6 +586,9 @@ class Numeral211ClassGame:
         stake = cells._fold_stake[r][k] * (cells.deal_factor if folder != player
                                            else -cells.deal_factor)
         rows = opp_reach.shape[0]
+        if self._use_dense():
+            out = self._dense_compatible_sum(r, opp_reach.reshape(rows, -1))
+            return out.mul_(stake[:, None]).reshape(opp_reach.shape)
         out = torch.empty_like(opp_reach)
         chunk = max(1, int(self.chunk_elements // max(1, self._expand[r].numel())))
         for start in range(0, rows, chunk):
@@ -493,7 +622,9 @@ class Numeral211ClassGame:
         e, p = opp_reach.shape[:2]
         count = self.hands_per_round[last]
         flat = opp_reach.reshape(e * p, count)
-        if self.board_major:
+        if self.dense_showdowns and self._use_dense():
+            out = self._dense_showdown(flat)
+        elif self.board_major:
             out = self._showdown_by_boards(flat)
         else:
             out = torch.empty((e * p, count), dtype=opp_reach.dtype, device=opp_reach.device)
