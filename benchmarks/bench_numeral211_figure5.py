@@ -29,7 +29,7 @@ uniform averaging, unless ``--averaging`` says otherwise.
 Each run writes ``<work>/{cfr,cfrplus}/<run>.json`` (curve, diagnostics, load per point)
 and checkpoints its solver to ``<work>/{cfr,cfrplus}/<run>.ck.npz`` after every evaluation
 and every ``--checkpoint-minutes``; a rerun with the same ``--work`` resumes (bitwise) and
-skips finished runs; ``--stop-at HH:MM`` (UTC) ends cleanly.  ``--report-only`` redraws ``<out>.md``,
+skips finished runs; ``--stop-at HH:MM`` (UTC, the next such time) ends cleanly.  ``--report-only`` redraws ``<out>.md``,
 ``<out>.json``, ``<out>.png`` (mb/g) and ``<out>_b0b1.png`` (b0 + b1) from the run files.
 The full 40-card game is the default (``--ranks``): about 7 s per exact abstract iteration
 there, so all families take days on one core; ``--ranks 789TA`` runs in hours.  Run under
@@ -572,8 +572,10 @@ def main() -> None:
         if args.stop_at:
             try:
                 hh, mm = (int(x) for x in args.stop_at.split(":"))
-                stop = dt.datetime.now(dt.timezone.utc).replace(hour=hh, minute=mm, second=0,
-                                                                microsecond=0)
+                now = dt.datetime.now(dt.timezone.utc)
+                stop = now.replace(hour=hh, minute=mm, second=0, microsecond=0)
+                if stop <= now:  # a time already past today means tomorrow's
+                    stop += dt.timedelta(days=1)
             except ValueError:
                 fail(f"--stop-at {args.stop_at!r}: write HH:MM (UTC)")
         for algo in (a.strip() for a in args.algos.split(",")):

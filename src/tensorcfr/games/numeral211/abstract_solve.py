@@ -67,6 +67,7 @@ class ClassStorageAbstractCFR(AbstractCFR):
         weights = [class_sizes(game.config, r)[None, :] for r in range(len(tables))]
         super().__init__(per_class, tables, weights, embeddings, algo=algo,
                          averaging=averaging, dtype=game.dtype, device=game.device)
+        per_class.prepare()
 
     def _cells_to_classes(self, r: int, x: Tensor) -> Tensor:
         """[S, P, 1, C] -> [S, P, C]: each entry times its class's concrete infosets (the

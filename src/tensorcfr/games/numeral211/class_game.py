@@ -399,6 +399,12 @@ class Numeral211ClassGame:
                      for _, c0, c1 in self._board_ranges(r))
         return int(total * element_size)
 
+    def prepare(self) -> None:
+        """Build the dense per-board matrices now (when :attr:`dense` keeps them; about
+        1.5 s for the full game) rather than in the first pass that needs them: solvers
+        call this when they are created, so an iteration's time is the iteration's."""
+        self._use_dense()
+
     def _use_dense(self) -> bool:
         if not self.dense:
             return False

@@ -359,6 +359,7 @@ class ClassStorageCFR(PublicTreeCFR):
         self.cell_game = game
         super().__init__(class_game(game), algo, dtype=game.dtype, device=game.device,
                          max_memory_bytes=max_memory_bytes, **variant)
+        self.game.prepare()
 
     def to_cells(self, per_class: Sequence[Tensor], fill_uniform: bool = True) -> list[Tensor]:
         """Per-class tensors [S_r, P_r, 1, C_r] -> cells [S_r, P_r, B_r, H]: every cell
