@@ -391,7 +391,8 @@ class Numeral211ClassGame:
     def dense_bytes(self, element_size: int) -> int:
         """Memory of the dense showdown and fold matrices (:meth:`_dense_tables`, bytes):
         per board of the last round its [k, k] showdown matrix, per board of every round
-        two [k, N] fold factors."""
+        two [k, N] fold factors (an upper bound: the first factor is a view of the fold
+        tables' card incidence)."""
         n = self.config.num_cards
         last = self.config.num_rounds - 1
         total = sum((c1 - c0) ** 2 for _, c0, c1 in self._board_ranges(last))
@@ -421,34 +422,24 @@ class Numeral211ClassGame:
           share no card with class i's representative) x sign(strength_i - strength_j), so
           that ``values_b = reach_b @ W_b`` is compatible weaker minus stronger reach;
         * fold: the compatible count matrix has rank N + 1: ``reach_b @ inc_b`` [X, N] are
-          the per-card sums (``inc_b[j, c]`` = hands of class j holding card c), and
+          the per-card sums (``inc_b[j, c]`` = hands of class j holding card c: the fold
+          tables' incidence of board b, a view), and
           ``per_card @ pick_b`` with ``pick_b[c, i]`` = 1/2 - [c in class i's representative]
           gives total - either card's sum; + ``reach_b`` adds back the class's own hand.
 
         Built in float64 with NumPy, stored in the game's dtype and device."""
         cells = self.cells
-        h, n = cells.num_hands, self.config.num_cards
-        c1 = cells._hand_c1.cpu().numpy()
-        c2 = cells._hand_c2.cpu().numpy()
-        hand_cards = np.zeros((h, n))
-        hand_cards[np.arange(h), c1] = 1
-        hand_cards[np.arange(h), c2] = 1
+        h = cells.num_hands
+        hand_cards = cells._incidence.cpu().numpy().astype(np.float64)  # [H, N] 0/1
         compatible = (hand_cards @ hand_cards.T) == 0  # [H, H] no shared card
         t = lambda a: torch.as_tensor(np.ascontiguousarray(a), dtype=self.dtype,  # noqa: E731
                                       device=self.device)
         folds: list[list[tuple[int, int, Tensor, Tensor]]] = []
         for r in range(self.config.num_rounds):
-            table = self.class_tables[r]
             reps = self._rep_cell[r].cpu().numpy() % h
-            per_round = []
-            for b, k0, k1 in self._board_ranges(r):
-                row = table[b]
-                valid = np.flatnonzero(row >= 0)
-                inc = np.zeros((k1 - k0, n))
-                np.add.at(inc, row[valid] - k0, hand_cards[valid])
-                pick = 0.5 - hand_cards[reps[k0:k1]].T  # [N, k]
-                per_round.append((k0, k1, t(inc), t(pick)))
-            folds.append(per_round)
+            incidence = self._fold[r]["incidence"]  # [B, width, N], board b's classes first
+            folds.append([(k0, k1, incidence[b, :k1 - k0], t(0.5 - hand_cards[reps[k0:k1]].T))
+                          for b, k0, k1 in self._board_ranges(r)])
         last = self.config.num_rounds - 1
         strength = board_hand_values(self.config, self.iso.boards[last]).astype(np.float64)
         table = self.class_tables[last]
