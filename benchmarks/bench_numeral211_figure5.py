@@ -116,6 +116,14 @@ def run_specs(args: argparse.Namespace) -> list[dict[str, Any]]:
             if not args.no_train:
                 specs.append({"family": fam, "setting": "HandEbdNet, train_embedding defaults",
                               "train": {}})
+            for item in args.train:
+                label, _, settings = item.partition("=")
+                try:
+                    train = json.loads(settings)
+                    assert isinstance(train, dict) and label
+                except (ValueError, AssertionError):
+                    fail(f"--train {item!r}: write LABEL={{JSON keywords of train_embedding}}")
+                specs.append({"family": fam, "setting": label, "train": train})
             for item in args.embedding_file:
                 label, _, path = item.partition("=")
                 if not path:
@@ -127,8 +135,9 @@ def run_specs(args: argparse.Namespace) -> list[dict[str, Any]]:
 class Builder:
     """Builds (and caches under ``<work>/inputs``) the bucket maps and Phi of the runs."""
 
-    def __init__(self, config: GameConfig, flop: int, turn: int, work: Path) -> None:
-        self.config, self.flop, self.turn = config, flop, turn
+    def __init__(self, config: GameConfig, flop: int, turn: int, work: Path,
+                 device: Any = "cpu") -> None:
+        self.config, self.flop, self.turn, self.device = config, flop, turn, device
         self.folder = work / "inputs"
         self.folder.mkdir(parents=True, exist_ok=True)
 
@@ -155,7 +164,8 @@ class Builder:
         path = self.folder / f"embedding_{name}.npz"
         if path.is_file():
             return load_embedding(path)
-        emb = train_embedding(self.config, self.flop, self.turn, **spec["train"])
+        emb = train_embedding(self.config, self.flop, self.turn, device=self.device,
+                              **spec["train"])
         save_embedding(path, emb)
         return emb
 
@@ -195,8 +205,10 @@ def build_run(game: Any, builder: Builder, spec: dict[str, Any], averaging: str 
         for r in (1, 2):
             w = class_sizes(builder.config, r)
             sizes[f"round_{r}"] = float((np.asarray(emb.phi[r]).max(0) * w).sum() / w.sum())
-        keep = ("loss", "target_variance", "advisors_used", "top1_mean", "target", "epochs",
-                "batch", "lr", "balance", "seconds", "network", "hidden", "early_stopping")
+        keep = ("loss", "target_variance", "trained", "advisors_used", "top1_mean",
+                "heldout_loss", "epochs_run", "best_epoch", "target", "epochs", "batch", "lr",
+                "balance", "sharpness", "temperature", "net", "seconds", "network", "hidden",
+                "early_stopping", "device")
         meta = {k: emb.meta[k] for k in keep if k in emb.meta}
         if "target_variance" not in meta:  # the loss of predicting the weighted mean
             meta["target_variance"] = target_variance(builder.config,
@@ -209,6 +221,15 @@ def build_run(game: Any, builder: Builder, spec: dict[str, Any], averaging: str 
         rule = averaging or "uniform"
     info["inputs_seconds"] = time.perf_counter() - start
     return embeddings, info, rule
+
+
+def device_name(device: Any) -> str:
+    """``cpu``, or the GPU's name (``cuda: NVIDIA H200``): curves are timed per device."""
+    import torch
+
+    if getattr(device, "type", str(device)) == "cuda":
+        return f"cuda: {torch.cuda.get_device_name(device)}"
+    return str(device)
 
 
 def target_variance(config: GameConfig, target: str) -> dict[str, float]:
@@ -270,7 +291,8 @@ def run_one(game: Any, builder: Builder, spec: dict[str, Any], algo: str,
     solving = curve[-1]["seconds"] if curve else 0.0
     result = {"label": label, "family": spec["family"], "setting": spec["setting"],
               "algo": algo, "averaging": rule, "iterations": args.iterations,
-              "game": game.config.to_dict(), "threads": args.threads, **info}
+              "game": game.config.to_dict(), "threads": args.threads,
+              "device": device_name(game.device), **info}
 
     def save(done: bool) -> None:
         save_abstract_checkpoint(ck_path, solver, game.config, fingerprint=fingerprint,
@@ -357,6 +379,22 @@ def read_runs(work: Path, algo: str) -> list[dict[str, Any]]:
     return [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
 
 
+def read_floors(work: Path) -> list[dict[str, Any]]:
+    """CFR-BR floors of the clusterings: the ``--json`` results of ``tensorcfr numeral211
+    solve --cfr-br`` saved as ``<work>/floors/*.out.json`` (benchmarks/bench_numeral211_gpu.py
+    writes them), each as family, source file, floor and average floor (mb/g), iterations,
+    algorithm, device."""
+    out = []
+    for path in sorted((work / "floors").glob("*.out.json")):
+        data = json.loads(path.read_text())
+        out.append({"family": data["method"], "source": Path(data["source"]).name,
+                    "floor_mbg": data["floor_mbg"], "average_mbg": data["average_mbg"],
+                    "iterations": data["iterations"], "algo": data["algo"],
+                    "seconds": data["seconds"], "device": data.get("device", "cpu"),
+                    "seats": data.get("seats")})
+    return out
+
+
 def read_references(paths: list[str], config: GameConfig) -> dict[str, dict[str, Any]]:
     """Reference curves by algorithm (``numeral211_reference_curve.py`` JSON files of
     ``config``'s game)."""
@@ -402,6 +440,11 @@ def plot(report: dict[str, Any], out: Path, key: str, ylabel: str) -> None:
                         ax.plot([p["iteration"] for p in r["curve"]],
                                 [p[key] for p in r["curve"]], color=COLOURS[fam], lw=0.6,
                                 alpha=0.4)
+        for floor in report.get("floors", []):
+            ax.axhline(floor["floor_mbg"] * (2 if key == "b0_plus_b1_mb" else 1),
+                       color=COLOURS.get(floor["family"], "grey"), ls=":", lw=1,
+                       label=f"{floor['family']} floor ({floor['source']}, CFR-BR "
+                             f"{floor['iterations']})")
         ref = report["references"].get(algo)
         if ref:
             its = [p["iteration"] for p in ref["curve"]]
@@ -447,9 +490,10 @@ def markdown(report: dict[str, Any]) -> str:
              "settings in bold.  Budget (preflop, flop, turn): "
              f"{report['budget']}.  Explained in "
              "[../numeral211_abstractions.md](../numeral211_abstractions.md).", "",
-             f"Threads: {report['threads']}.  Machine and load: {report['machine']}; the load "
-             "at every evaluation is in the run files (`<work>/cfr/*.json`, "
-             "`<work>/cfrplus/*.json`).", ""]
+             f"Threads: {report['threads']}.  Devices of the runs: "
+             f"{', '.join(report.get('devices', [])) or 'cpu'}.  Report written on: "
+             f"{report['machine']}; the load at every evaluation is in the run files "
+             "(`<work>/cfr/*.json`, `<work>/cfrplus/*.json`).", ""]
     for algo, panel in report["panels"].items():
         if not panel["runs"]:
             continue
@@ -495,6 +539,19 @@ def markdown(report: dict[str, Any]) -> str:
                          f"{p.get('load', '').split()[0] if p.get('load') else ''} | "
                          f"`{ref['path']}` |")
         lines.append("")
+    if report.get("floors"):
+        lines += ["## CFR-BR floors", "",
+                  "The least exploitable strategy each clustering can express, found by CFR-BR "
+                  "(an upper bound of the true floor: finite runs).  `floor`: per seat the "
+                  "less exploitable of the average and the best current strategy; `average`: "
+                  "the average strategies'.  Dotted lines in the figures.", "",
+                  "| family | map | CFR-BR iterations | floor (mb/g) | b0+b1 (mb) | "
+                  "average (mb/g) | seconds | device |", "|---|---|---:|---:|---:|---:|---:|---|"]
+        for f in report["floors"]:
+            lines.append(f"| {f['family']} | `{f['source']}` | {f['iterations']} "
+                         f"({f['algo']}) | {f['floor_mbg']:,.1f} | {2 * f['floor_mbg']:,.1f} | "
+                         f"{f['average_mbg']:,.1f} | {f['seconds']:.0f} | {f['device']} |")
+        lines.append("")
     return "\n".join(lines) + "\n"
 
 
@@ -510,6 +567,9 @@ def report_outputs(args: argparse.Namespace, config: GameConfig, budget: list[in
     for algo in algos:
         runs = [r for r in read_runs(work, algo) if r.get("curve")]
         report["panels"][algo] = {"runs": runs, "families": best_and_spread(runs)}
+    report["devices"] = sorted({r.get("device", "cpu") for panel in report["panels"].values()
+                                for r in panel["runs"]})
+    report["floors"] = read_floors(work)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     write_json_atomic(out.with_name(out.name + ".json"), report, indent=1)
@@ -538,7 +598,10 @@ def main() -> None:
                     "centre)")
     ap.add_argument("--embedding-file", action="append", default=[], metavar="LABEL=PATH")
     ap.add_argument("--no-train", action="store_true",
-                    help="no HandEbdNet training here: only --embedding-file runs")
+                    help="no HandEbdNet training with the defaults here")
+    ap.add_argument("--train", action="append", default=[], metavar="LABEL=JSON",
+                    help="train HandEbdNet with these train_embedding keywords, e.g. "
+                    "'conv={\"net\": \"conv\", \"balance\": 1}' (repeatable)")
     ap.add_argument("--averaging", choices=["reach", "uniform"], default=None,
                     help="for every run (default: reach for bucket maps, uniform for Phi)")
     ap.add_argument("--reference", action="append", default=[], metavar="JSON",
@@ -548,6 +611,10 @@ def main() -> None:
     ap.add_argument("--out", default="docs/benchmarks/numeral211_figure5")
     ap.add_argument("--checkpoint-minutes", type=float, default=5.0)
     ap.add_argument("--stop-at", default=None, help="UTC HH:MM: stop cleanly then")
+    ap.add_argument("--stop-after", type=float, default=None,
+                    help="seconds from now: stop cleanly then (with --stop-at: the earlier)")
+    ap.add_argument("--device", default="cpu", help="torch device of the solvers and the "
+                    "HandEbdNet training (cpu, cuda)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--report-only", action="store_true")
     args = ap.parse_args()
@@ -578,11 +645,24 @@ def main() -> None:
                     stop += dt.timedelta(days=1)
             except ValueError:
                 fail(f"--stop-at {args.stop_at!r}: write HH:MM (UTC)")
+        if args.stop_after is not None:
+            if not args.stop_after > 0:
+                fail(f"--stop-after must be a positive number of seconds, got "
+                     f"{args.stop_after!r}")
+            until = dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=args.stop_after)
+            stop = until if stop is None else min(stop, until)
         for algo in (a.strip() for a in args.algos.split(",")):
             if algo not in PANELS:
                 fail(f"--algos: {algo!r} is not cfr or cfr+")
-        game = n211.build_game(config)
-        builder = Builder(config, flop, turn, Path(args.work))
+        from tensorcfr.errors import TensorCFRError
+        from tensorcfr.utils.device import resolve_device
+
+        try:
+            device = resolve_device(args.device, "--device")
+        except TensorCFRError as exc:
+            fail(str(exc))
+        game = n211.build_game(config, device=device)
+        builder = Builder(config, flop, turn, Path(args.work), device)
         specs = [s for s in run_specs(args) if args.only in f"{s['family']}: {s['setting']}"]
         for algo in (a.strip() for a in args.algos.split(",")):
             for spec in specs:

@@ -45,6 +45,8 @@ def regular_file(tmp_path: Path) -> Path:
     ["pasur", "exploitability", ".", "--device", "foo"],
     ["pasur", "exploitability", ".", "--device", "meta"],
     ["bench", "-g", "kuhn_poker", "-s", "ours", "--device", "meta"],
+    ["numeral211", "embed", "--ranks", "9TA", "--suits", "2", "--out", "x.npz",
+     "--device", "meta"],
 ])
 def test_bad_devices_are_one_line_errors(args, capsys, monkeypatch) -> None:
     line = one_line_error(*run_cli(args, capsys, monkeypatch)[::2])
@@ -55,6 +57,8 @@ def test_bad_devices_are_one_line_errors(args, capsys, monkeypatch) -> None:
 @pytest.mark.parametrize("args", [
     ["pasur", "exploitability", ".", "--device", "cuda"],
     ["bench", "-g", "kuhn_poker", "--device", "cuda"],
+    ["numeral211", "embed", "--ranks", "9TA", "--suits", "2", "--out", "x.npz",
+     "--device", "cuda"],
 ])
 def test_cuda_without_a_gpu_is_refused(args, capsys, monkeypatch) -> None:
     assert "CUDA" in one_line_error(*run_cli(args, capsys, monkeypatch)[::2])

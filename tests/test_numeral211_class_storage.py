@@ -221,23 +221,67 @@ def test_dense_board_matrices_equal_the_sweeps(game) -> None:
     assert cls.dense_bytes(8) == held * 8
 
 
+def test_batched_showdown_equals_the_sweep(game) -> None:
+    """The GPU form (:attr:`batched`: every board's showdown matrix zero-padded into one
+    ``bmm``) equals the sort sweep on random class reach (float64, 1e-12); it holds the
+    padded blocks it reports; it is the default off the CPU only."""
+    from tensorcfr.games.numeral211.class_game import Numeral211ClassGame
+
+    cls = Numeral211ClassGame(game)
+    assert not cls.batched  # the game is on the CPU
+    cls.batched = True
+    assert cls._use_dense() and set(cls._dense) == {"folds", "padded"}
+    count = cls.hands_per_round[-1]
+    opp = torch.rand((19, count), generator=torch.Generator().manual_seed(5),
+                     dtype=torch.float64)
+    assert torch.allclose(cls._batched_showdown(opp), cls._win_minus_lose(opp),
+                          rtol=0, atol=1e-12)
+    assert cls.dense_bytes(8) == cls._dense["padded"]["matrices"].numel() * 8
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_cuda_class_solver_matches_cpu(game) -> None:  # pragma: no cover - no GPU in CI
+    """On a GPU the class game runs the batched products by default; one CFR+ iteration
+    there gives the CPU's player-0 regrets and the uniform profile's exploitability
+    (float64; later iterations may break rounding-level regret ties differently)."""
+    gpu_game = n211.build_game(game.config, dtype=torch.float64, device="cuda")
+    assert n211.class_game(gpu_game).batched
+    solvers = []
+    for g in (game, gpu_game):
+        solver = n211.ClassStorageCFR(g, "cfr+")
+        solver.iterate(1)
+        solvers.append(solver)
+    cpu, gpu = solvers
+    for r in range(3):
+        for j, sl in enumerate(cpu._node_slices(r)):
+            if game.rounds[r].players[j] == 0:
+                assert torch.allclose(gpu.regrets[r][sl].cpu(), cpu.regrets[r][sl],
+                                      rtol=1e-9, atol=1e-9), (r, j)
+    values = [n211.class_exploitability(s.game, s.average_class_policy()).exploitability
+              for s in solvers]
+    assert values[1] == pytest.approx(values[0], rel=1e-9)
+
+
 def test_dense_and_sweep_solvers_agree_and_large_matrices_fall_back(game) -> None:
-    """One CFR+ iteration with the dense matrices equals one with the sweeps (player 0's
+    """One CFR+ iteration with the dense matrices (per board, and batched) equals one with
+    the sweeps (player 0's
     regrets, float64, 1e-12: player 1's pass already plays player 0's new strategy, where
     rounding-level regrets break ties differently, see the module docstring); a memory cap
     below the matrices' size falls back to the sweeps."""
     from tensorcfr.games.numeral211.class_game import Numeral211ClassGame
 
     results = []
-    for dense, cap in ((True, None), (False, None), (True, 0)):
+    for dense, cap, batched in ((True, None, False), (False, None, False), (True, 0, False),
+                                (True, None, True)):
         cls = Numeral211ClassGame(game)
-        cls.dense = dense
+        cls.dense, cls.batched = dense, batched
         if cap is not None:
             cls.dense_max_bytes = cap
         solver = n211.ClassStorageCFR(game, "cfr+")
         solver.game = cls  # the per-class view under test (same tables as the cached one)
         solver.iterate(1)
         assert cls._use_dense() == (dense and cap is None)
+        assert ("padded" in (cls._dense or {})) == (batched and dense and cap is None)
         results.append(solver)
     for other in results[1:]:
         for r in range(3):

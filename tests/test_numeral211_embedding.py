@@ -8,6 +8,7 @@ import json
 
 import numpy as np
 import pytest
+import torch
 
 from tensorcfr.errors import TensorCFRError
 from tensorcfr.games.numeral211.config import GameConfig
@@ -113,3 +114,52 @@ def test_cli_embed_json_reports_the_diagnostics_per_round(tmp_path) -> None:
         proc = subprocess.run(base + extra, capture_output=True, text=True, timeout=300)
         assert proc.returncode == 2, (extra, proc.stderr)
         assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+# ----------------------------------------------------------------------------- devices
+DEVICE_BUDGET = TrainingBudget(max_epochs=6, batch=16, lr=3e-3, holdout=0.2, patience=3)
+
+
+def test_explicit_cpu_device_trains_bitwise_the_same() -> None:
+    base = train_embedding(SMALL, 4, 6, hidden=16, budget=DEVICE_BUDGET, seed=3)
+    for device in ("cpu", torch.device("cpu")):
+        losses: list[tuple[int, int, float]] = []
+        emb = train_embedding(SMALL, 4, 6, hidden=16, budget=DEVICE_BUDGET, seed=3,
+                              device=device, progress=lambda *a: losses.append(a))
+        assert set(emb.phi) == set(base.phi)
+        for r in base.phi:
+            assert np.array_equal(emb.phi[r], base.phi[r]), (device, r)
+        assert emb.meta["device"] == "cpu" and base.meta["device"] == "cpu"
+        assert emb.meta["loss"] == base.meta["loss"]
+        assert len(losses) == sum(emb.meta["epochs_run"].values())
+        assert all(isinstance(loss, float) and np.isfinite(loss) for *_, loss in losses)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
+def test_cuda_without_a_gpu_is_a_clear_error(tmp_path) -> None:
+    with pytest.raises(TensorCFRError, match="CUDA"):
+        train_embedding(SMALL, 4, 6, hidden=16, budget=DEVICE_BUDGET, device="cuda")
+    out = tmp_path / "phi.npz"
+    with pytest.raises(TensorCFRError, match="--device"):
+        train_embedding_file(EmbedSettings(out=str(out), game=SMALL, flop=3, turn=4,
+                                           hidden=16, epochs=2, device="cuda"))
+    assert not out.exists()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_training_on_cuda_gives_finite_simplex_columns(tmp_path) -> None:
+    for net in ("mlp", "conv"):
+        emb = train_embedding(SMALL, 4, 6, net=net, hidden=16, budget=DEVICE_BUDGET,
+                              device="cuda")
+        assert emb.meta["device"].startswith("cuda")
+        assert emb.phi[1].shape == (4, 30) and emb.phi[2].shape == (6, 90)
+        for phi in emb.phi.values():
+            assert phi.dtype == np.float32 and np.isfinite(phi).all()
+            assert np.allclose(phi.sum(0), 1.0, atol=1e-5) and (phi >= 0).all()
+        for r in ROUNDS:
+            assert np.isfinite(emb.meta["loss"][r])
+    result = train_embedding_file(EmbedSettings(out=str(tmp_path / "phi.npz"), game=SMALL,
+                                                flop=3, turn=4, hidden=16, epochs=2,
+                                                device="cuda")).to_dict()
+    assert result["device"].startswith("cuda")
+    assert load_embedding(tmp_path / "phi.npz").meta["device"].startswith("cuda")

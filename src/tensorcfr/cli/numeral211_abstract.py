@@ -146,6 +146,7 @@ def embed_command(
                                         "(default 23456789TA)."),
     suits: Optional[int] = typer.Option(None, "--suits", help="Suits (default 4)."),
     threads: int = typer.Option(1, "--threads", help="Torch CPU threads."),
+    device: str = typer.Option("cpu", "--device", help="Torch device: cpu or cuda."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Train HandEbdNet on every flop and turn class and save Phi (the Embedding CFR
@@ -157,7 +158,7 @@ def embed_command(
                              holdout=holdout, patience=patience, seed=seed, balance=balance,
                              sharpness=sharpness, temperature=temperature,
                              anneal_epochs=anneal_epochs, game=game_config(ranks, suits),
-                             threads=threads)
+                             threads=threads, device=device)
     with _status("training HandEbdNet", as_json) as status:
         def progress(r: int, epoch: int, loss: float) -> None:
             if status is not None:

@@ -108,11 +108,23 @@ class Numeral211ClassGame:
     """Largest total size of the per-board showdown matrices (bytes) kept for :attr:`dense`
     (the full 40-card game needs about 80 MiB in float32)."""
 
+    batched: bool = False
+    """Run the per-board products as whole-game batched operations rather than a loop over
+    the canonical boards: showdowns as one ``bmm`` over every board's matrix zero-padded to
+    the largest board (:meth:`_batched_showdown`), folds by the batched per-card sums of
+    :meth:`_compatible_sum`.  The same numbers up to rounding.  A loop issues one kernel
+    per board (about 10,000 per full-game iteration), which bounds a GPU by its launch
+    latency, so this is on by default off the CPU (set in ``__init__``); on one CPU thread
+    the padding's extra arithmetic makes the loop the faster form."""
+
     def __init__(self, cells: Numeral211PublicGame) -> None:
         self.cells = cells
         self.config = cells.config
         self.dtype = cells.dtype
         self.device = cells.device
+        if self.device.type != "cpu":  # kernels, not caches, bound a GPU: batch, large chunks
+            self.batched = True
+            self.chunk_elements = 2**26
         self.iso = cells.iso
         self.betting = cells.betting
         self.rounds = cells.rounds
@@ -392,10 +404,14 @@ class Numeral211ClassGame:
         """Memory of the dense showdown and fold matrices (:meth:`_dense_tables`, bytes):
         per board of the last round its [k, k] showdown matrix, per board of every round
         two [k, N] fold factors (an upper bound: the first factor is a view of the fold
-        tables' card incidence)."""
+        tables' card incidence); when :attr:`batched`, the zero-padded [B, k_max, k_max]
+        showdown blocks alone."""
         n = self.config.num_cards
         last = self.config.num_rounds - 1
-        total = sum((c1 - c0) ** 2 for _, c0, c1 in self._board_ranges(last))
+        ranges = self._board_ranges(last)
+        if self.batched:  # one [k_max, k_max] block per board; folds need no tables
+            return int(len(ranges) * max(c1 - c0 for _, c0, c1 in ranges) ** 2 * element_size)
+        total = sum((c1 - c0) ** 2 for _, c0, c1 in ranges)
         total += sum(2 * n * (c1 - c0) for r in range(self.config.num_rounds)
                      for _, c0, c1 in self._board_ranges(r))
         return int(total * element_size)
@@ -457,7 +473,39 @@ class Numeral211ClassGame:
             assert len(starts) == k1 - k0
             matrix = np.add.reduceat(signed[:, order], starts, axis=1)  # [i, j]
             showdowns.append((k0, k1, t(matrix.T)))
+        if self.batched:
+            return {"folds": folds, "padded": self._pad_showdowns(showdowns)}
         return {"folds": folds, "showdowns": showdowns}
+
+    def _pad_showdowns(self, showdowns: list[tuple[int, int, Tensor]]) -> dict[str, Tensor]:
+        """The per-board showdown matrices as one zero-padded block tensor for
+        :meth:`_batched_showdown`: ``matrices`` [B, k_max, k_max], ``gather`` [B * k_max]
+        (the class in each board's slot, the padding column C where the board has fewer)
+        and ``scatter`` [C] (each class's slot ``b * k_max + i``)."""
+        count = self.hands_per_round[-1]
+        width = max(k1 - k0 for k0, k1, _ in showdowns)
+        matrices = torch.zeros((len(showdowns), width, width), dtype=self.dtype,
+                               device=self.device)
+        gather = np.full((len(showdowns), width), count, dtype=np.int64)
+        scatter = np.empty(count, dtype=np.int64)
+        for b, (k0, k1, matrix) in enumerate(showdowns):
+            matrices[b, :k1 - k0, :k1 - k0] = matrix
+            gather[b, :k1 - k0] = np.arange(k0, k1)
+            scatter[k0:k1] = b * width + np.arange(k1 - k0)
+        return {"matrices": matrices,
+                "gather": torch.as_tensor(gather.reshape(-1), device=self.device),
+                "scatter": torch.as_tensor(scatter, device=self.device)}
+
+    def _batched_showdown(self, opp: Tensor) -> Tensor:
+        """Opponent class reach [X, C] -> [X, C] (as :meth:`_dense_showdown`): every board's
+        product at once, ``[B, X, k_max] @ [B, k_max, k_max]``, on the zero-padded blocks."""
+        assert self._dense is not None
+        padded = self._dense["padded"]
+        x = opp.shape[0]
+        blocks = torch.nn.functional.pad(opp, (0, 1)).index_select(1, padded["gather"])
+        blocks = blocks.reshape(x, len(padded["matrices"]), -1).transpose(0, 1)
+        out = torch.bmm(blocks, padded["matrices"]).transpose(0, 1).reshape(x, -1)
+        return out.index_select(1, padded["scatter"])
 
     def _dense_showdown(self, opp: Tensor) -> Tensor:
         """Opponent class reach [X, C] -> [X, C] (as :meth:`_win_minus_lose`): one product
@@ -583,7 +631,7 @@ class Numeral211ClassGame:
         stake = cells._fold_stake[r][k] * (cells.deal_factor if folder != player
                                            else -cells.deal_factor)
         rows = opp_reach.shape[0]
-        if self._use_dense():
+        if self._use_dense() and not self.batched:
             out = self._dense_compatible_sum(r, opp_reach.reshape(rows, -1))
             return out.mul_(stake[:, None]).reshape(opp_reach.shape)
         out = torch.empty_like(opp_reach)
@@ -620,7 +668,7 @@ class Numeral211ClassGame:
         count = self.hands_per_round[last]
         flat = opp_reach.reshape(e * p, count)
         if self.dense_showdowns and self._use_dense():
-            out = self._dense_showdown(flat)
+            out = self._batched_showdown(flat) if self.batched else self._dense_showdown(flat)
         elif self.board_major:
             out = self._showdown_by_boards(flat)
         else:

@@ -37,7 +37,8 @@ mean largest entry of Phi's columns, epochs, and whether the training counts as 
 Files (:func:`save_embedding` / :func:`load_embedding`): NPZ with ``phi_<r>`` float32
 [m_r, C_r] for r = 1, 2 and ``meta`` (JSON: format ``tensorcfr-embedding``, game parameters,
 advisors, target, net, training settings, per-round diagnostics keyed ``round_<r>``,
-seconds).  The preflop is not embedded (identity).  Nothing here knows CFR or the CLI.
+the torch device it trained on, seconds).  The preflop is not embedded (identity).
+Nothing here knows CFR or the CLI.
 """
 
 from __future__ import annotations
@@ -317,9 +318,16 @@ def _train_round(net: HandEbdNet, x: torch.Tensor, y: torch.Tensor, w: torch.Ten
     multiplicities ``w`` [C]) under ``budget``; returns its diagnostics.  With
     ``temperature`` < 1 the softmax temperature falls geometrically from 1 to it over the
     first ``anneal_epochs`` epochs; the learning-rate schedule and early stopping start
-    once it is reached."""
+    once it is reached.
+
+    Runs on the device of ``x`` / ``y`` / ``w`` and ``net`` (all on the same one): the index
+    tensors live there, the shuffles are drawn by a seeded CPU generator and moved there (so
+    a CPU run is bitwise the same as before devices), and the epoch's training objective is
+    summed on the device and read once per epoch (no sync per mini-batch)."""
     anneal = anneal_epochs if temperature != 1.0 else 0
-    held = torch.as_tensor(_holdout_mask(w.numpy(), budget.holdout, seed))
+    device = x.device
+    held = torch.as_tensor(_holdout_mask(w.cpu().numpy(), budget.holdout, seed),
+                           device=device)
     train_idx = torch.nonzero(~held).reshape(-1)
     held_idx = torch.nonzero(held).reshape(-1)
     watch = held_idx if len(held_idx) else train_idx
@@ -335,16 +343,18 @@ def _train_round(net: HandEbdNet, x: torch.Tensor, y: torch.Tensor, w: torch.Ten
         if temperature != 1.0:
             net.temperature = temperature ** min(1.0, epoch / anneal) if anneal else temperature
         net.train()
-        order = train_idx[torch.randperm(len(train_idx), generator=gen)]
-        total = 0.0
+        order = train_idx[torch.randperm(len(train_idx), generator=gen).to(device)]
+        # float64 as the former Python float sum (MPS has no float64: float32 there)
+        total = torch.zeros((), dtype=torch.float32 if device.type == "mps" else torch.float64,
+                            device=device)
         for s in range(0, len(order), budget.batch):
             idx = order[s:s + budget.batch]
             loss = _objective(net, x[idx], y[idx], w[idx], balance, sharpness)
             opt.zero_grad()
             loss.backward()
             opt.step()
-            total += float(loss.detach()) * len(idx)
-        progress(epoch, total / max(1, len(order)))
+            total += loss.detach().to(total.dtype) * len(idx)
+        progress(epoch, float(total) / max(1, len(order)))
         net.eval()
         with torch.no_grad():
             watched = float(_objective(net, x[watch], y[watch], w[watch], balance, sharpness))
@@ -369,7 +379,7 @@ def _train_round(net: HandEbdNet, x: torch.Tensor, y: torch.Tensor, w: torch.Ten
         variance = float(_weighted_mse(mean.expand_as(y), y, w))
         heldout = float(_weighted_mse(pred[held_idx], y[held_idx], w[held_idx])) \
             if len(held_idx) else None
-    used, top1 = phi_diagnostics(phi.T.numpy())
+    used, top1 = phi_diagnostics(phi.T.cpu().numpy())
     return RoundDiagnostics(loss=loss, target_variance=variance,
                             trained=bool(loss <= TRAINED_RATIO * variance),
                             advisors_used=used, top1_mean=top1, heldout_loss=heldout,
@@ -382,8 +392,8 @@ def train_embedding(config: GameConfig, flop: int, turn: int, *, target: str = "
                     balance: float = 0.0, sharpness: float = 0.0, net: str = "mlp",
                     budget: TrainingBudget | None = None, temperature: float = 1.0,
                     anneal_epochs: int = 100,
-                    progress: Callable[[int, int, float], None] | None = None
-                    ) -> EmbeddingFile:
+                    progress: Callable[[int, int, float], None] | None = None,
+                    device: torch.device | str = "cpu") -> EmbeddingFile:
     """Train one HandEbdNet per round (flop with ``flop`` advisors, turn with ``turn``) and
     return the frozen Phi matrices with the per-round diagnostics in ``meta``.
 
@@ -398,11 +408,18 @@ def train_embedding(config: GameConfig, flop: int, turn: int, *, target: str = "
     ``anneal_epochs`` epochs (the schedule and early stopping start after), Phi being the
     softmax at that temperature (without the standardisation the network would simply
     scale its logits back up); ``progress(round, epoch, training objective)``
-    after each epoch.
+    after each epoch; ``device``: the torch device the networks train on (``"cpu"``,
+    ``"cuda"``, ``"cuda:1"`` ...; checked by :func:`~tensorcfr.utils.device.resolve_device`,
+    a one-line :class:`TensorCFRError` when it is not usable here, e.g. cuda without a GPU);
+    the initialisation and the shuffles are drawn on the CPU, so a CPU run is reproducible
+    bitwise, a GPU run follows the same draws up to the GPU's floating-point rounding.
 
     ``meta`` holds, keyed ``round_1`` / ``round_2``: ``loss``, ``target_variance``,
     ``trained``, ``advisors_used``, ``top1_mean``, ``heldout_loss``, ``epochs_run``,
-    ``best_epoch`` (see :class:`RoundDiagnostics`), plus the settings and ``seconds``."""
+    ``best_epoch`` (see :class:`RoundDiagnostics`), plus the settings, ``device`` (where it
+    trained) and ``seconds``."""
+    from tensorcfr.utils.device import resolve_device
+
     counts = isomorphism(config).isomorphic_classes()
     for label, k in (("--flop", flop), ("--turn", turn)):
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
@@ -425,20 +442,22 @@ def train_embedding(config: GameConfig, flop: int, turn: int, *, target: str = "
             anneal_epochs, int) or not 0 <= anneal_epochs < budget.max_epochs):
         raise TensorCFRError(f"--anneal-epochs must be an integer in [0, max epochs "
                              f"{budget.max_epochs}), got {anneal_epochs!r}")
+    dev = resolve_device(device, "device")
     started = time.perf_counter()
     phi: dict[int, np.ndarray] = {}
     diagnostics: dict[int, RoundDiagnostics] = {}
     for r, m in ((1, flop), (2, turn)):
-        torch.manual_seed(seed + r)
-        y = torch.as_tensor(class_targets(config, r, target))
-        w = torch.as_tensor(class_sizes(config, r), dtype=torch.float32)
+        torch.manual_seed(seed + r)  # the weights are initialised on the CPU, then moved
+        y = torch.as_tensor(class_targets(config, r, target), device=dev)
+        w = torch.as_tensor(class_sizes(config, r), dtype=torch.float32, device=dev)
         if net == "conv":
-            x = torch.as_tensor(class_planes(config, r))
+            x = torch.as_tensor(class_planes(config, r), device=dev)
             model: HandEbdNet = HandEbdConvNet(r + 1, config.suits, len(config.ranks), m,
                                                y.shape[1], hidden)
         else:
-            x = torch.as_tensor(class_inputs(config, r))
+            x = torch.as_tensor(class_inputs(config, r), device=dev)
             model = HandEbdNet(x.shape[1], m, y.shape[1], hidden)
+        model.to(dev)
 
         def round_progress(epoch: int, loss: float, r: int = r) -> None:
             if progress is not None:
@@ -449,7 +468,7 @@ def train_embedding(config: GameConfig, flop: int, turn: int, *, target: str = "
                                       progress=round_progress, temperature=temperature,
                                       anneal_epochs=anneal_epochs)
         with torch.no_grad():
-            phi[r] = model.embed(x).T.numpy().astype(np.float32)
+            phi[r] = model.embed(x).T.cpu().numpy().astype(np.float32)
 
     def per_round(key: str) -> dict[str, Any]:
         return {f"round_{r}": getattr(d, key) for r, d in diagnostics.items()}
@@ -464,7 +483,7 @@ def train_embedding(config: GameConfig, flop: int, turn: int, *, target: str = "
             "trained": per_round("trained"), "trained_ratio": TRAINED_RATIO,
             "advisors_used": per_round("advisors_used"), "top1_mean": per_round("top1_mean"),
             "heldout_loss": per_round("heldout_loss"), "epochs_run": per_round("epochs"),
-            "best_epoch": per_round("best_epoch"),
+            "best_epoch": per_round("best_epoch"), "device": str(dev),
             "seconds": time.perf_counter() - started}
     return EmbeddingFile(config, phi, meta)
 

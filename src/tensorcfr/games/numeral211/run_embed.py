@@ -37,8 +37,9 @@ class EmbedSettings:
     advisor-usage entropy term (0: the paper's plain MSE); ``sharpness``: weight of the mean
     column entropy of Phi (0: none); ``temperature`` (< 1: standardised logits, softmax
     temperature annealed to it over ``anneal_epochs``); ``seed``: training seed;
-    ``game``: the deck (None: the paper's game); ``threads``: torch CPU threads.  Value
-    checks run here."""
+    ``game``: the deck (None: the paper's game); ``threads``: torch CPU threads;
+    ``device``: the torch device the networks train on (``"cpu"`` or ``"cuda"``).  Value
+    checks run here; the device check when the run starts."""
 
     out: str
     flop: int = 225
@@ -58,6 +59,7 @@ class EmbedSettings:
     anneal_epochs: int = 100
     game: Optional[GameConfig] = None
     threads: int = 1
+    device: str = "cpu"
 
     def __post_init__(self) -> None:
         from tensorcfr.games.numeral211.embedding_net import NETS, TARGETS
@@ -120,7 +122,7 @@ class EmbedResult:
         loss of predicting the targets' weighted mean), ``trained`` (loss <= 0.5 x
         variance), ``advisors_used`` (advisors that are some class's largest entry),
         ``top1_mean`` (mean largest entry of Phi's columns), ``epochs_run``; ``seconds``:
-        training time."""
+        training time; ``device``: where it trained."""
         s, meta = self.settings, self.embedding.meta
         return {"game": self.config.to_dict(), "advisors": {"flop": s.flop, "turn": s.turn},
                 "classes": dict(zip(ROUND_NAMES, meta.get("classes", []))),
@@ -129,7 +131,7 @@ class EmbedResult:
                 "balance": s.balance, "sharpness": s.sharpness,
                 "temperature": s.temperature, "budget": meta.get("budget"),
                 "seconds": round(meta.get("seconds", 0.0), 3), "threads": s.threads,
-                "out": self.out}
+                "device": meta.get("device", str(s.device)), "out": self.out}
 
 
 def train_embedding_file(settings: EmbedSettings,
@@ -137,21 +139,24 @@ def train_embedding_file(settings: EmbedSettings,
                          ) -> EmbedResult:
     """Train HandEbdNet as ``settings`` describe and write Phi to ``settings.out``;
     ``progress(round, epoch, training objective)`` after each epoch.  NonFiniteResultError
-    (nothing written) when Phi diverged."""
+    (nothing written) when Phi diverged; a one-line TensorCFRError naming ``--device``, before
+    any work, when ``settings.device`` is not usable here (e.g. cuda without a GPU)."""
     import torch
 
     from tensorcfr.games.numeral211.embedding_net import save_embedding, train_embedding
     from tensorcfr.utils.checks import check_finite_result
+    from tensorcfr.utils.device import resolve_device
     from tensorcfr.utils.io import check_output_file
 
     s = settings
     torch.set_num_threads(s.threads)
+    device = resolve_device(s.device, "--device")
     target_path = os.path.abspath(check_output_file(s.out, "--out"))
     config = s.game if s.game is not None else GameConfig()
     emb = train_embedding(config, s.flop, s.turn, target=s.target, hidden=s.hidden,
                           seed=s.seed, balance=s.balance, sharpness=s.sharpness, net=s.net,
                           budget=s.budget(), temperature=s.temperature,
-                          anneal_epochs=s.anneal_epochs, progress=progress)
+                          anneal_epochs=s.anneal_epochs, progress=progress, device=device)
     for r, phi in emb.phi.items():
         check_finite_result(phi, f"Phi of round {r} (HandEbdNet training)")
     save_embedding(target_path, emb)
