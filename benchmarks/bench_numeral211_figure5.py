@@ -519,6 +519,11 @@ def markdown(report: dict[str, Any]) -> str:
                              f"{pair(e.get('target_variance'))} (flop / turn); advisors used "
                              f"{pair(e.get('advisors_used'), 'd')}; top-1 mean "
                              + ", ".join(f"{v:.2f}" for v in r["top1_mean_measured"].values()))
+            if len(report.get("devices", [])) > 1:
+                notes.append(f"on {r.get('device', 'cpu')}")
+            if r.get("averaging") and r["family"] in ("soft", "embedding") and \
+                    r["averaging"] != "uniform":
+                notes.append(f"{r['averaging']}-weighted average")
             if failed_training(r):
                 notes.append(f"**failed training** (loss above {TRAINED_LOSS_RATIO:g} x the "
                              "target variance in some round): not plotted")
