@@ -31,8 +31,13 @@ and checkpoints its solver to ``<work>/{cfr,cfrplus}/<run>.ck.npz`` after every 
 and every ``--checkpoint-minutes``; a rerun with the same ``--work`` resumes (bitwise) and
 skips finished runs; ``--stop-at HH:MM`` (UTC, the next such time) ends cleanly.  ``--report-only`` redraws ``<out>.md``,
 ``<out>.json``, ``<out>.png`` (mb/g) and ``<out>_b0b1.png`` (b0 + b1) from the run files.
-The full 40-card game is the default (``--ranks``): about 7 s per exact abstract iteration
-there, so all families take days on one core; ``--ranks 789TA`` runs in hours.  Run under
+``--device cuda`` runs the solvers and the HandEbdNet training (``--train LABEL=JSON``:
+``train_embedding`` keywords) on a GPU; ``--stop-after SECONDS`` stops cleanly like
+``--stop-at``; ``<work>/floors/*.out.json`` (CFR-BR floors, see
+``benchmarks/bench_numeral211_gpu.py``) join the report.
+The full 40-card game is the default (``--ranks``): about 4.5 s per exact abstract iteration
+there on one CPU core (about 0.05 s on an NVIDIA H200), so all families take days on one
+core and minutes on a GPU; ``--ranks 789TA`` runs in hours on the CPU.  Run under
 ``heavy``, 1 thread by default::
 
     heavy .venv/bin/python benchmarks/bench_numeral211_figure5.py --ranks 789TA \\
