@@ -230,7 +230,7 @@ def test_batched_showdown_equals_the_sweep(game) -> None:
     cls = Numeral211ClassGame(game)
     assert not cls.batched  # the game is on the CPU
     cls.batched = True
-    assert cls._use_dense() and set(cls._dense) == {"folds", "padded"}
+    assert cls._use_dense() and set(cls._dense) == {"padded"}  # folds: the batched sums
     count = cls.hands_per_round[-1]
     opp = torch.rand((19, count), generator=torch.Generator().manual_seed(5),
                      dtype=torch.float64)

@@ -451,7 +451,8 @@ class Numeral211ClassGame:
         t = lambda a: torch.as_tensor(np.ascontiguousarray(a), dtype=self.dtype,  # noqa: E731
                                       device=self.device)
         folds: list[list[tuple[int, int, Tensor, Tensor]]] = []
-        for r in range(self.config.num_rounds):
+        rounds_with_fold_factors = [] if self.batched else range(self.config.num_rounds)
+        for r in rounds_with_fold_factors:  # batched folds use the per-card sums instead
             reps = self._rep_cell[r].cpu().numpy() % h
             incidence = self._fold[r]["incidence"]  # [B, width, N], board b's classes first
             folds.append([(k0, k1, incidence[b, :k1 - k0], t(0.5 - hand_cards[reps[k0:k1]].T))
@@ -473,8 +474,8 @@ class Numeral211ClassGame:
             assert len(starts) == k1 - k0
             matrix = np.add.reduceat(signed[:, order], starts, axis=1)  # [i, j]
             showdowns.append((k0, k1, t(matrix.T)))
-        if self.batched:
-            return {"folds": folds, "padded": self._pad_showdowns(showdowns)}
+        if self.batched:  # folds run the batched per-card sums: no per-board factors
+            return {"padded": self._pad_showdowns(showdowns)}
         return {"folds": folds, "showdowns": showdowns}
 
     def _pad_showdowns(self, showdowns: list[tuple[int, int, Tensor]]) -> dict[str, Tensor]:
