@@ -28,6 +28,7 @@ from tensorcfr.play.session import (
 )
 
 SEED = 3  # quick exact solve (about 0.1 s)
+LOCAL = "http://127.0.0.1:8000"  # a Host the server serves (others get 400: DNS rebinding)
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -41,7 +42,7 @@ def solutions(one_thread):
 
 @pytest.fixture()
 def client(solutions):
-    return TestClient(create_app(solutions=solutions, mode="open"))
+    return TestClient(create_app(solutions=solutions, mode="open"), base_url=LOCAL)
 
 
 def _new(client, **body):
@@ -118,7 +119,8 @@ def table_and_model(tmp_path_factory, one_thread):
 
 def test_table_and_model_ais_play_whole_games(solutions, table_and_model):
     run, model = table_and_model
-    client = TestClient(create_app(solutions=solutions, table=run, model=model, mode="open"))
+    client = TestClient(create_app(solutions=solutions, table=run, model=model, mode="open"),
+                        base_url=LOCAL)
     opts = client.get("/api/options").json()
     assert all(a["available"] for a in opts["ais"])
     assert opts["table_deal"] == list(random_deal(SEED))  # the page offers the table's deal
@@ -288,7 +290,7 @@ def test_upload_record_to_step_through(client):
 # --------------------------------------------------------------------------- bounded memory
 
 def test_cap_on_games_held(solutions):
-    client = TestClient(create_app(max_games=2, solutions=solutions))
+    client = TestClient(create_app(max_games=2, solutions=solutions), base_url=LOCAL)
     ids = [_new(client, ai="random")["game_id"] for _ in range(3)]
     assert client.get(f"/api/games/{ids[0]}").status_code == 404  # the oldest went first
     assert client.get(f"/api/games/{ids[1]}").status_code == 200
@@ -298,7 +300,8 @@ def test_cap_on_games_held(solutions):
 
 def test_idle_games_expire(solutions):
     now = [1000.0]
-    client = TestClient(create_app(ttl_seconds=60, clock=lambda: now[0], solutions=solutions))
+    client = TestClient(create_app(ttl_seconds=60, clock=lambda: now[0], solutions=solutions),
+                        base_url=LOCAL)
     old = _new(client, ai="random")["game_id"]
     now[0] += 50
     fresh = _new(client, ai="random")["game_id"]
@@ -420,7 +423,7 @@ def _cards_in(obj, under_card_key=False):
 def test_hidden_mode_api_never_sends_unseen_cards(solutions, human):
     """The server in hidden-hand mode: every response is built for the human's seat; no card
     of the other hand or of the undealt deck is ever sent before the game is over."""
-    client = TestClient(create_app(solutions=solutions, mode="hidden"))
+    client = TestClient(create_app(solutions=solutions, mode="hidden"), base_url=LOCAL)
     assert client.get("/api/options").json()["mode"] == "hidden"
     deal = random_deal(SEED)
     me = 0 if human == "alex" else 1
@@ -590,7 +593,8 @@ def one_ply_agent(monkeypatch):
 
 
 def test_hidden_hints_and_analysis_use_the_agents_estimates(solutions, one_ply_agent):
-    client = TestClient(create_app(solutions=solutions))  # hidden hands: the default
+    client = TestClient(create_app(solutions=solutions),  # hidden hands: the default
+                        base_url=LOCAL)
     opts = client.get("/api/options").json()
     assert opts["mode"] == "hidden" and "one-ply" in [a["name"] for a in opts["ais"]]
     view = _new(client, human="alex", ai="one-ply")
@@ -616,7 +620,7 @@ def test_hidden_hints_and_analysis_use_the_agents_estimates(solutions, one_ply_a
 
 
 def test_play_on_from_a_position_of_the_analysis(solutions):
-    client = TestClient(create_app(solutions=solutions))
+    client = TestClient(create_app(solutions=solutions), base_url=LOCAL)
     view = _play_out(client, _new(client, human="bob", ai="random"), random.Random(3))
     gid = view["game_id"]
     assert client.post(f"/api/games/{gid}/play-on", params={"at": 48}).status_code == 400

@@ -69,7 +69,7 @@ def test_500_new_games_keep_resident_memory_bounded(one_thread, capsys):
     deals = _deals()
     cache = SolutionCache(max_size=CACHE_SIZE, solver=solver)
     app = create_app(solutions=cache, max_games=MAX_GAMES)
-    client = TestClient(app)
+    client = TestClient(app, base_url="http://127.0.0.1")  # a Host the server serves
     client.get("/api/options")
     start = _rss_mib()
     peak = start

@@ -2,8 +2,9 @@
 
 ``create_app()`` assembles the application from the routers of :mod:`tensorcfr.play.routes`
 (games, hints and analysis, records, the page); ``tensorcfr pasur serve`` runs it with uvicorn.
-This module holds only what concerns every route: request-size limits, security headers,
-readable messages for malformed requests and the OpenAPI description.
+This module holds only what concerns every route: the ``Host`` check (DNS rebinding,
+:mod:`tensorcfr.play.hosts`), request-size limits, security headers, readable messages for
+malformed requests and the OpenAPI description.
 
 * Game state lives on the server under an unguessable id (:class:`GameStore`); clients only
   ever receive :meth:`GameSession.view` objects, built for the human's seat (in hidden mode
@@ -12,6 +13,11 @@ readable messages for malformed requests and the OpenAPI description.
   bodies over :data:`MAX_BODY_BYTES` are refused with 413, declared or streamed (chunked). An
   illegal play is a 400 whose ``detail`` is the rules engine's reason; an unknown or expired
   id a 404; a question whose answer would reveal hidden cards a 403.
+* A request whose ``Host`` header is not a name this server is known by (the loopback names,
+  ``--host``, ``--allowed-host``) gets a 400 before any route sees it: a web page cannot
+  drive the server through DNS rebinding.
+* Work is bounded: an analysis is cached by deal and plays, and at most a few run at once
+  (:mod:`tensorcfr.play.limits`; the others wait briefly or get a 503 with ``Retry-After``).
 * Memory is bounded: at most ``max_games`` games (the least recently used goes first), games
   idle for ``ttl_seconds`` expire, and exact solutions sit in a bounded LRU
   (:class:`SolutionCache`, ``cache_size`` solutions); see docs/pasur_play.md for the figures.
@@ -22,8 +28,10 @@ fastapi is imported inside :func:`create_app` so that ``tensorcfr --help`` stays
 # No "from __future__ import annotations": FastAPI reads the endpoints' annotations at run time.
 
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
+from tensorcfr.play.hosts import HostPolicy
+from tensorcfr.play.limits import WorkGate
 from tensorcfr.play.session import DEFAULT_MODE, SolutionCache
 from tensorcfr.play.store import GameStore
 
@@ -94,6 +102,31 @@ class _BodyLimit:
         await self.app(scope, replay, send)
 
 
+class _HostCheck:
+    """ASGI middleware: 400 with a one-line JSON ``detail`` for a request whose ``Host``
+    header the :class:`~tensorcfr.play.hosts.HostPolicy` does not allow (or that has none),
+    before any route or body is read."""
+
+    def __init__(self, app: Any, policy: HostPolicy) -> None:
+        self.app = app
+        self.policy = policy
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            hosts = [v for k, v in scope.get("headers") or [] if k == b"host"]
+            header = hosts[0].decode("latin-1") if len(hosts) == 1 else None
+            if not self.policy.allows(header):
+                body = (b'{"detail":"this server does not answer to that Host header (a guard '
+                        b'against DNS rebinding): use the address it listens on, or start it '
+                        b'with --allowed-host NAME"}')
+                await send({"type": "http.response.start", "status": 400,
+                            "headers": [(b"content-type", b"application/json"),
+                                        (b"content-length", str(len(body)).encode())]})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
+
+
 def _run_deal(folder: str) -> list[int] | None:
     """The deal of a DCFR run folder (its manifest), or None if it does not say."""
     import json
@@ -136,7 +169,9 @@ def readable_error(error: dict[str, Any]) -> str:
 def create_app(*, table: str | None = None, model: str | None = None, max_games: int = 256,
                ttl_seconds: float = 2 * 3600, cache_size: int = 4, device: str = "cpu",
                clock: Callable[[], float] = time.monotonic,
-               solutions: SolutionCache | None = None, mode: str = DEFAULT_MODE) -> Any:
+               solutions: SolutionCache | None = None, mode: str = DEFAULT_MODE,
+               host: str = "127.0.0.1", allowed_hosts: Sequence[str] = (),
+               max_analyses: int = 2) -> Any:
     """The FastAPI application.
 
     Args:
@@ -149,6 +184,10 @@ def create_app(*, table: str | None = None, model: str | None = None, max_games:
         mode: the mode new games start in unless the request names one: ``"hidden"`` (the
             real game; hints are the agent's estimates, exact values after the game) or
             ``"open"`` (double-dummy study mode).
+        host: the address the server listens on; with ``allowed_hosts`` it decides the
+            ``Host`` headers answered (:meth:`HostPolicy.for_listen`; others get a 400).
+        max_analyses: analyses computed at once (as many more may wait, up to 30 s each;
+            the rest get a 503).
     """
     from fastapi import FastAPI, Request
     from fastapi.exceptions import RequestValidationError
@@ -160,6 +199,7 @@ def create_app(*, table: str | None = None, model: str | None = None, max_games:
     from tensorcfr.play.session import check_mode
 
     check_mode(mode)
+    policy = HostPolicy.for_listen(host, allowed_hosts)
     app = FastAPI(
         title="tensorcfr Pasur",
         # FastAPI's /docs and /redoc pages load their scripts from a CDN: off (nothing is
@@ -179,7 +219,9 @@ def create_app(*, table: str | None = None, model: str | None = None, max_games:
                                                                    device=device)
     app.state.context = ServerContext(store=store, solutions=cache, mode=mode, table=table,
                                       model=model, device=device,
-                                      table_deal=_run_deal(table) if table else None)
+                                      table_deal=_run_deal(table) if table else None,
+                                      analysis_gate=WorkGate(max_running=max_analyses,
+                                                             max_waiting=max_analyses))
     app.state.store = store
     app.state.solutions = cache
     app.state.static = pages.load_static()
@@ -195,6 +237,8 @@ def create_app(*, table: str | None = None, model: str | None = None, max_games:
         return response
 
     app.add_middleware(_BodyLimit, limit=MAX_BODY_BYTES)
+    app.add_middleware(_HostCheck, policy=policy)  # added last: runs first
+    app.state.host_policy = policy
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> Any:

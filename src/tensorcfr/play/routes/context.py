@@ -13,6 +13,7 @@ from typing import Any, Callable
 from fastapi import HTTPException, Request
 
 from tensorcfr.errors import TensorCFRError
+from tensorcfr.play.limits import AnalysisCache, Busy, WorkGate, analysis_key
 from tensorcfr.play.session import (
     HiddenCardsError,
     PlayerCache,
@@ -64,6 +65,8 @@ class ServerContext:
     device: str = "cpu"
     table_deal: list[int] | None = None
     agent_errors: dict[str, str] = field(default_factory=dict)  # agents that cannot be built
+    analyses: AnalysisCache = field(default_factory=AnalysisCache)
+    analysis_gate: WorkGate = field(default_factory=WorkGate)
 
     def __post_init__(self) -> None:
         for name in hidden_agent_names():
@@ -125,6 +128,27 @@ class ServerContext:
                 raise bad(str(exc), 403) from None
             except TensorCFRError as exc:
                 raise bad(str(exc)) from None
+
+    def analysis(self, game_id: str) -> dict[str, Any]:
+        """The game's analysis: from :attr:`analyses` when this deal and these plays were
+        analysed before (another upload of the same record included), else computed under
+        :attr:`analysis_gate` (503 with ``Retry-After`` when it is full)."""
+
+        def act(session: Any) -> dict[str, Any]:
+            key = analysis_key(session)
+            cached = self.analyses.get(key)
+            if cached is not None:
+                return cached
+            try:
+                with self.analysis_gate.slot():
+                    result = session.analysis()
+            except Busy as exc:
+                raise HTTPException(status_code=503, detail=str(exc),
+                                    headers={"Retry-After": str(exc.retry_after)}) from None
+            self.analyses.put(key, result)
+            return result
+
+        return self.run(game_id, act)
 
     @staticmethod
     def view(game_id: str, session: Any, at: int | None = None) -> dict[str, Any]:

@@ -26,6 +26,7 @@ def hints(game_id: str, at: Optional[int] = Query(None, ge=0, le=48),
 @router.get("/games/{game_id}/analysis",
             summary="Final score, the deal's exact value, every play with the points it cost "
                     "(and, in hidden mode, against the agent's estimate)",
-            responses={403: {"model": Message}, 404: {"model": Message}})
+            responses={403: {"model": Message}, 404: {"model": Message},
+                       503: {"model": Message}})
 def analysis(game_id: str, ctx: ServerContext = Context) -> dict[str, Any]:
-    return ctx.run(game_id, lambda s: s.analysis())
+    return ctx.analysis(game_id)  # cached, and bounded in concurrency (play/limits.py)
