@@ -87,14 +87,17 @@ def parse_deal(text: str) -> tuple[int, ...]:
     return validate_deal([parse_card(t) for t in tokens])
 
 
-def random_deal(seed: int | None = None) -> tuple[int, ...]:
+def random_deal(seed: int | None = None, *, rng: random.Random | None = None
+                ) -> tuple[int, ...]:
     """A seeded random deal that follows the table rule for Jacks in the initial pool.
 
     A single Jack among the first four pool cards goes back into the rest of the deck (at a
     random place) and is replaced by the next card; two or more Jacks, or a Jack as the
-    replacement, make the whole deck be reshuffled. Same seed, same deal.
+    replacement, make the whole deck be reshuffled. Same seed, same deal. ``rng`` draws with
+    that generator instead of ``random.Random(seed)`` (``random.SystemRandom()``: a deal
+    nobody can compute, as a hidden-hand game needs).
     """
-    rng = random.Random(seed)
+    rng = rng if rng is not None else random.Random(seed)
     while True:
         deck = list(range(NUM_CARDS))
         rng.shuffle(deck)
