@@ -27,7 +27,7 @@ import os
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from tensorcfr.errors import CorruptFileError, TensorCFRError
 
@@ -71,25 +71,31 @@ class JournalContents:
 
 
 def _read_bytes(path: Path) -> bytes:
+    from tensorcfr.utils.reading import read_input_bytes
+
     if path.is_dir():
         raise CorruptFileError(f"{path} is a folder, not a journal; move it away")
-    try:
-        size = path.stat().st_size
-        if size > MAX_JOURNAL_BYTES:
-            raise CorruptFileError(f"{path} is {size:,} bytes, larger than any journal this "
-                                   "tool writes; move it away")
-        return path.read_bytes()
-    except OSError as exc:
-        raise TensorCFRError(f"cannot read {path}: {exc.strerror or exc}") from None
+    return read_input_bytes(path, "journal", MAX_JOURNAL_BYTES)
 
 
-def read_journal(path: str | os.PathLike[str], key: str) -> JournalContents:
-    """Read a journal (missing: empty). Raises :class:`CorruptFileError` (one line) for a
-    folder or a file of which no complete line is a readable row (binary data, another
-    file), and :class:`TensorCFRError` for an unreadable one."""
+RowCheck = Callable[[dict[str, Any]], bool]
+"""A journal's row check: True when a parsed row holds what its reader needs (every key,
+each of its type); a row that fails is skipped and its work done again."""
+
+
+def read_journal(path: str | os.PathLike[str], key: str,
+                 check: RowCheck | None = None) -> JournalContents:
+    """Read a journal (missing: empty). A line that is not strict JSON (``NaN`` and
+    ``Infinity`` refused), not an object with an integer or text ``key``, or that fails
+    ``check`` is skipped and listed in ``unreadable_lines`` (its work is done again).
+    Raises :class:`CorruptFileError` (one line) for a folder, a FIFO or device, or a file of
+    which no complete line is a readable row (binary data, another file), and
+    :class:`TensorCFRError` for an unreadable one."""
+    from tensorcfr.utils.reading import strict_json_loads
+
     target = Path(path)
     contents = JournalContents()
-    if not target.exists():
+    if not os.path.lexists(target):
         return contents
     data = _read_bytes(target)
     lines = data.split(b"\n")
@@ -97,11 +103,11 @@ def read_journal(path: str | os.PathLike[str], key: str) -> JournalContents:
     contents.torn_bytes = len(tail)
     for number, raw in enumerate(lines, start=1):
         try:
-            row = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
+            row = strict_json_loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError):
             row = None
         if isinstance(row, dict) and isinstance(row.get(key), (int, str)) \
-                and not isinstance(row.get(key), bool):
+                and not isinstance(row.get(key), bool) and (check is None or _passes(check, row)):
             contents.rows[row[key]] = row
         elif raw.strip():
             contents.unreadable_lines.append(number)
@@ -111,11 +117,23 @@ def read_journal(path: str | os.PathLike[str], key: str) -> JournalContents:
     return contents
 
 
+def _passes(check: RowCheck, row: dict[str, Any]) -> bool:
+    try:
+        return bool(check(row))
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError):
+        return False
+
+
 def repair_journal(path: str | os.PathLike[str]) -> int:
     """Cut a torn last line off a journal so the next append starts on a line of its own;
     returns the number of bytes cut (0: the journal ends with a newline or is missing)."""
+    import stat
+
     target = Path(path)
-    if not target.is_file():
+    try:
+        if not stat.S_ISREG(os.stat(target).st_mode):
+            return 0
+    except OSError:
         return 0
     with open(target, "rb+") as handle:
         size = handle.seek(0, os.SEEK_END)
