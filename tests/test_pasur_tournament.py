@@ -190,9 +190,17 @@ def test_corrupt_journal_and_torn_line(reference, deck_file, tmp_path):
     assert any(n and "torn last line" in n for n in notices)
     assert journal.read_text() == whole
     lines = whole.splitlines()
-    journal.write_text("\n".join(lines[:2] + ["not json"] + lines[2:]) + "\n")
-    with pytest.raises(TensorCFRError, match="corrupt at line 3"):
-        run_tournament(_settings(deck_file, out))
+    # a garbled line in the middle (issue 27): skipped, said, and its job played again
+    garbled = json.loads(lines[2])
+    journal.write_text("\n".join(lines[:2] + ['{"id": "' + garbled["id"] + '", "ki#'] +
+                                 lines[3:]) + "\n")
+    notices = []
+    again = run_tournament(_settings(deck_file, out),
+                           on_progress=lambda p: notices.append(p.notice))
+    assert again.computed == 1 and again.failed == 0
+    assert any(n and "skipped 1 unreadable line(s) (3)" in n and "run again" in n
+               for n in notices), notices
+    assert _table(out / "summary.parquet") == _table(reference[0] / "summary.parquet")
 
 
 # --------------------------------------------------------------------------- command line
@@ -283,7 +291,7 @@ def test_a_signal_stops_cleanly(deck_file, tmp_path, signum):
     (["--agents", "random,exact", "--deals", "0"], "--deals must be at least 1"),
     (["--agents", "random,exact"], "give --deals N"),
     (["--agents", "random,exact", "--deals", "1", "--determinizations", "0"],
-     "determinizations K must be at least 1"),
+     "--determinizations must be between 1"),
     (["--agents", "random,exact", "--deals", "1", "--workers", "0"], "--workers must be at "
      "least 1"),
     (["--agents", "random,exact", "--deals", "1", "--in-process", "--address", "x:1"],

@@ -38,7 +38,8 @@ from tensorcfr.games.pasur.playing.players import (
     TablePlayer,
 )
 
-__all__ = ["AGENT_NAMES", "AgentOptions", "OPEN_PLAYER_NAMES", "PLAYER_NAMES", "make_agent",
+__all__ = ["AGENT_NAMES", "AgentOptions", "MAX_DETERMINIZATIONS", "MAX_SECONDS_PER_MOVE",
+           "MAX_SIMULATIONS", "OPEN_PLAYER_NAMES", "PLAYER_NAMES", "make_agent",
            "make_player"]
 
 OPEN_PLAYER_NAMES = ("random", "exact", "table", "model")
@@ -88,14 +89,23 @@ def make_player(name: str, deal: Sequence[int], *, model: str | os.PathLike[str]
 # --------------------------------------------------------------------------- hidden hands
 
 
+MAX_DETERMINIZATIONS = 100_000
+"""Most determinizations K per move an agent takes (each is an exact solve)."""
+MAX_SIMULATIONS = 100_000_000
+"""Most ISMCTS simulations per move (about a day of one core)."""
+MAX_SECONDS_PER_MOVE = 3600.0
+"""Longest time budget per move, in seconds (a finite bound: ``inf`` never ends a move)."""
+
+
 @dataclass(frozen=True)
 class AgentOptions:
     """Settings of the hidden-hand agents (each agent reads the ones it uses).
 
     Attributes:
         determinizations: K, the draws per move of ``pimc`` / ``pimc-infer`` (>= 1).
-        seconds_per_move: a time budget per move (``pimc`` stops drawing when it is spent,
-            ``ismcts-time`` searches for this long); ``None``: no budget.
+        seconds_per_move: a time budget per move (``pimc`` starts no draw it expects to end
+            after it, ``ismcts`` stops searching when it is spent, ``ismcts-time`` searches for
+            this long); ``None``: no budget.
         simulations: ISMCTS simulations per move (``ismcts``).
         model: the folder of a ``hidden-model`` (``tensorcfr pasur train-hidden``); ``None``:
             the model shipped with the package.
@@ -111,15 +121,17 @@ class AgentOptions:
     threads: int = 1
 
     def __post_init__(self) -> None:
-        if self.determinizations < 1:
-            raise TensorCFRError(f"the number of determinizations K must be at least 1, got "
-                                 f"{self.determinizations}")
-        if self.seconds_per_move is not None and not self.seconds_per_move > 0:
-            raise TensorCFRError(f"the time per move must be positive, got "
+        from tensorcfr.utils.checks import check_int_range
+
+        check_int_range(self.determinizations, "--determinizations", 1, MAX_DETERMINIZATIONS,
+                        why="draws per move, each an exact solve")
+        if self.seconds_per_move is not None and not (
+                0 < self.seconds_per_move <= MAX_SECONDS_PER_MOVE):
+            raise TensorCFRError(f"--seconds-per-move must be a positive number of seconds, "
+                                 f"at most {MAX_SECONDS_PER_MOVE:,} (an hour), got "
                                  f"{self.seconds_per_move}")
-        if self.simulations < 1:
-            raise TensorCFRError(f"ISMCTS needs at least 1 simulation per move, got "
-                                 f"{self.simulations}")
+        check_int_range(self.simulations, "--simulations", 1, MAX_SIMULATIONS,
+                        why="ISMCTS simulations per move")
 
 
 _AGENT_FACTORIES: dict[str, Callable[[AgentOptions], HiddenAgent]] = {
@@ -131,7 +143,8 @@ _AGENT_FACTORIES: dict[str, Callable[[AgentOptions], HiddenAgent]] = {
                                                  options.seconds_per_move,
                                                  device=options.device),
     "hidden-model": lambda options: HiddenModelAgent(options.model, threads=options.threads),
-    "ismcts": lambda options: ISMCTSAgent(simulations=options.simulations),
+    "ismcts": lambda options: ISMCTSAgent(simulations=options.simulations,
+                                          max_seconds=options.seconds_per_move),
     "ismcts-time": lambda options: timed_ismcts_agent(options.seconds_per_move),
     "exact": lambda options: ExactAgent(device=options.device),
 }

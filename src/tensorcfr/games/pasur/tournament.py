@@ -39,22 +39,24 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import os
 import statistics
 import time
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Hashable, Sequence
+from typing import Any, Callable, Hashable, Iterator, Sequence
 
 from tensorcfr.errors import CorruptFileError, TensorCFRError
 from tensorcfr.games.pasur.agents import AGENT_NAMES, AgentOptions, make_agent
-from tensorcfr.games.pasur.batch import read_decks
+from tensorcfr.games.pasur.batch import MAX_DECKS, read_decks
 from tensorcfr.games.pasur.engine import rules
 from tensorcfr.games.pasur.playing.match import play_game
 from tensorcfr.games.pasur.playing.agent import HiddenAgent
-from tensorcfr.utils.checks import check_run_identity
+from tensorcfr.utils.checks import MAX_SEED, check_int_range, check_run_identity
 from tensorcfr.utils.interrupts import deferred_stop
-from tensorcfr.utils.journal import append_journal, read_journal, repair_journal
+from tensorcfr.utils.journal import append_journal, folder_lock, read_journal, repair_journal
+from tensorcfr.utils.reading import has_keys
 from tensorcfr.utils.ray_cluster import check_ray_address, run_on_ray
 
 __all__ = [
@@ -75,6 +77,8 @@ GAMES_TABLE = "games.parquet"
 SUMMARY_TABLE = "summary.parquet"
 CROSS_TABLE = "cross_table.png"
 CONFIDENCE = 0.95
+MAX_CLUSTER_WORKERS = 100_000
+"""Most Ray workers on a cluster (``--address``); a local instance gets at most the CPUs."""
 
 # which command-line option sets each identity key (named when a resume differs)
 _IDENTITY_OPTIONS = {
@@ -146,6 +150,8 @@ class TournamentSettings:
                 raise TensorCFRError("give --deals N (seeded deals) or --decks FILE --range A-B")
             if self.deals < 1:
                 raise TensorCFRError(f"--deals must be at least 1, got {self.deals}")
+            check_int_range(self.deals, "--deals", 1, MAX_DECKS,
+                            why="split a longer tournament into several folders")
         else:
             if self.deals is not None:
                 raise TensorCFRError("--deals counts seeded deals; with --decks give --range A-B")
@@ -154,15 +160,37 @@ class TournamentSettings:
             first, last = self.deck_range
             if first < 0 or last < first:
                 raise TensorCFRError(f"--range {first}-{last}: need 0 <= A <= B")
+        # deal i is seeded SEED + i, and every seed must stay a 64-bit integer
+        check_int_range(self.seed, "--seed", 0, MAX_SEED - self.last_deal_index,
+                        why="deal i is seeded SEED+i, a 64-bit integer")
         if self.workers < 1:
             raise TensorCFRError(f"--workers must be at least 1, got {self.workers} (use "
                                  "--in-process to play without Ray)")
+        if self.in_process:
+            pass  # no Ray workers
+        elif self.address is None:
+            cpus = os.cpu_count() or 1
+            check_int_range(self.workers, "--workers", 1, cpus,
+                            why=f"a local Ray instance gets at most the {cpus} CPU(s) of "
+                                "this machine; give --address for a cluster")
+        else:
+            check_int_range(self.workers, "--workers", 1, MAX_CLUSTER_WORKERS)
+        from tensorcfr.utils.device import resolve_device
+
+        resolve_device(self.agent_options.device, "--device")
         if self.in_process and self.address is not None:
             raise TensorCFRError("--in-process plays without Ray: leave out --address")
         if self.threads < 1:
             raise TensorCFRError(f"--threads must be at least 1, got {self.threads}")
         if not self.flush_seconds > 0:
             raise TensorCFRError(f"flush_seconds must be positive, got {self.flush_seconds}")
+
+    @property
+    def last_deal_index(self) -> int:
+        """The largest deal index ``i`` of the tournament (its seed is ``seed + i``)."""
+        if self.decks is None:
+            return max(0, (self.deals or 1) - 1)
+        return self.deck_range[1] if self.deck_range is not None else 0
 
     @property
     def pairs(self) -> list[tuple[str, str]]:
@@ -432,14 +460,34 @@ class TournamentResult:
                 "cross_table_png": str(self.out / CROSS_TABLE), **self.run}
 
 
-def _deal_list(settings: TournamentSettings) -> tuple[list[tuple[int, tuple[int, ...]]], str]:
-    """``(deal index, deal)`` pairs and the deck file's SHA-256 (``"seeds"`` for seeds)."""
-    if settings.decks is None:
-        assert settings.deals is not None
-        return ([(i, rules.random_deal(settings.seed + i)) for i in range(settings.deals)],
-                "seeds")
-    first, last = settings.deck_range  # type: ignore[misc]
-    return read_decks(str(settings.decks), first, last, option="--range")
+class _Deals:
+    """The tournament's deals by index: the rows of a deck file, or seeded deals drawn when
+    asked (``random_deal(seed + i)``), so that a long tournament holds no list of every deal.
+    """
+
+    def __init__(self, settings: TournamentSettings) -> None:
+        self.seed = settings.seed
+        self.rows: dict[int, tuple[int, ...]] | None = None
+        if settings.decks is None:
+            assert settings.deals is not None
+            self.indices: Sequence[int] = range(settings.deals)
+            self.digest = "seeds"
+        else:
+            first, last = settings.deck_range  # type: ignore[misc]
+            rows, self.digest = read_decks(str(settings.decks), first, last, option="--range")
+            self.rows = dict(rows)
+            self.indices = [i for i, _ in rows]
+
+        self.cards = lru_cache(maxsize=4096)(self._cards)
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+    def _cards(self, index: int) -> tuple[int, ...]:
+        """The deal of index ``index`` (52 card indices)."""
+        if self.rows is not None:
+            return self.rows[index]
+        return tuple(rules.random_deal(self.seed + index))
 
 
 def _identity(settings: TournamentSettings, digest: str) -> dict[str, Any]:
@@ -460,52 +508,81 @@ def _check_identity(out: Path, identity: dict[str, Any]) -> None:
                        names=_IDENTITY_OPTIONS)
 
 
-def _job_specs(settings: TournamentSettings, deals: Sequence[tuple[int, tuple[int, ...]]]
-               ) -> list[dict[str, Any]]:
-    """Every job, deal by deal: the deal's exact value, then each pair's two seatings."""
+def _job_ids(settings: TournamentSettings, deals: _Deals) -> Iterator[str]:
+    """Every job id, deal by deal: the deal's exact value, then each pair's two seatings."""
+    for index in deals.indices:
+        yield f"exact/{index}"
+        for a, b in settings.pairs:
+            for seating in (0, 1):
+                yield f"game/{a}/{b}/{index}/{seating}"
+
+
+def _job_spec(settings: TournamentSettings, deals: _Deals, job_id: str) -> dict[str, Any]:
+    """What a worker needs to run job ``job_id`` (its deal drawn now)."""
+    parts = job_id.split("/")
+    index = int(parts[-1] if parts[0] == "exact" else parts[3])
+    cards = [int(c) for c in deals.cards(index)]
+    if parts[0] == "exact":
+        return {"id": job_id, "kind": "exact", "deal": index, "deal_cards": cards}
+    a, b, seating = parts[1], parts[2], int(parts[4])
+    alex, bob = (a, b) if seating == 0 else (b, a)
     options_json = json.dumps(settings.options_dict()
                               | {"device": settings.agent_options.device,
                                  "threads": settings.agent_options.threads}, sort_keys=True)
-    specs: list[dict[str, Any]] = []
-    for index, deal in deals:
-        cards = [int(c) for c in deal]
-        specs.append({"id": f"exact/{index}", "kind": "exact", "deal": index,
-                      "deal_cards": cards})
-        for a, b in settings.pairs:
-            for seating, (alex, bob) in enumerate(((a, b), (b, a))):
-                specs.append({"id": f"game/{a}/{b}/{index}/{seating}", "kind": "game",
-                              "a": a, "b": b, "deal": index, "seating": seating,
-                              "alex": alex, "bob": bob, "game_seed": settings.seed + index,
-                              "deal_cards": cards, "options_json": options_json})
-    return specs
+    return {"id": job_id, "kind": "game", "a": a, "b": b, "deal": index, "seating": seating,
+            "alex": alex, "bob": bob, "game_seed": settings.seed + index,
+            "deal_cards": cards, "options_json": options_json}
+
+
+_ERROR_ROW = {"status": str, "error": str}
+_EXACT_ROW = {"kind": str, "deal": int, "status": str, "exact_value": int}
+_GAME_ROW = {"kind": str, "a": str, "b": str, "deal": int, "seating": int, "alex": str,
+             "bob": str, "game_seed": int, "status": str}
+_GAME_OK_ROW = {"utility": int, "alex_points": int, "bob_points": int, "a_diff": int,
+                "alex_move_seconds_median": (float, type(None)),
+                "bob_move_seconds_median": (float, type(None)), "plays": (int, type(None)),
+                "seconds": (float, type(None))}
+
+
+def _row_is_whole(row: dict[str, Any]) -> bool:
+    """Whether a journal row holds every field the tables read, each of its type (a row
+    with ``"utility": "lots"``, a missing key or ``Infinity`` is not: it is skipped and its
+    job runs again)."""
+    if not isinstance(row.get("id"), str) or row.get("kind") not in ("exact", "game"):
+        return False
+    if row["kind"] == "exact":
+        if row.get("status") == "ok":
+            return has_keys(row, _EXACT_ROW) and row["id"] == f"exact/{row['deal']}"
+        return has_keys(row, {**_ERROR_ROW, "deal": int})
+    if not has_keys(row, _GAME_ROW) or row["seating"] not in (0, 1) or \
+            row["id"] != f"game/{row['a']}/{row['b']}/{row['deal']}/{row['seating']}":
+        return False
+    return has_keys(row, _GAME_OK_ROW) if row["status"] == "ok" else has_keys(row, _ERROR_ROW)
+
+
+def _journal_rows(journal: Path) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """The latest whole row of each job in the journal, and notes on what was skipped (a
+    garbled line, a row of wrong types: that job is played again)."""
+    contents = read_journal(journal, "id", check=_row_is_whole)
+    rows = {str(key): row for key, row in contents.rows.items()}
+    return rows, [note.replace("their work is done again", "their jobs run again")
+                  for note in contents.notes(journal) if "torn last line" not in note]
 
 
 def _latest_rows(journal: Path) -> dict[str, dict[str, Any]]:
-    contents = read_journal(journal, "id")
-    if contents.unreadable_lines:
-        raise CorruptFileError(f"journal {journal} is corrupt at line "
-                               f"{contents.unreadable_lines[0]} (not a JSON object); move it "
-                               "away to start over")
-    rows: dict[str, dict[str, Any]] = {}
-    for key, row in contents.rows.items():
-        if not isinstance(key, str) or row.get("kind") not in ("exact", "game"):
-            raise CorruptFileError(f"journal {journal} holds a row that is not a tournament "
-                                   f"row ({key!r}); move it away to start over")
-        rows[key] = row
-    return rows
+    return _journal_rows(journal)[0]
 
 
 def _game_table_rows(settings: TournamentSettings, rows: dict[str, dict[str, Any]],
-                     deals: Sequence[tuple[int, tuple[int, ...]]]) -> list[dict[str, Any]]:
+                     deals: _Deals) -> list[dict[str, Any]]:
     """The rows of ``games.parquet`` (finished games, in pair / deal / seating order), each
     with its deal's exact value and the price of hidden information of each seat."""
     exact = {r["deal"]: r.get("exact_value") for r in rows.values()
              if r["kind"] == "exact" and r["status"] == "ok"}
-    cards = dict(deals)
     options_json = json.dumps(settings.options_dict(), sort_keys=True)
     table = []
     for a, b in settings.pairs:
-        for index, _ in deals:
+        for index in deals.indices:
             for seating in (0, 1):
                 row = rows.get(f"game/{a}/{b}/{index}/{seating}")
                 if row is None:
@@ -523,7 +600,7 @@ def _game_table_rows(settings: TournamentSettings, rows: dict[str, dict[str, Any
                     "alex_move_seconds_median": row.get("alex_move_seconds_median"),
                     "bob_move_seconds_median": row.get("bob_move_seconds_median"),
                     "plays": row.get("plays"), "seconds": row.get("seconds"),
-                    "agent_options": options_json, "deal_cards": list(cards[index])})
+                    "agent_options": options_json, "deal_cards": list(deals.cards(index))})
     return table
 
 
@@ -553,8 +630,7 @@ def _summary_schema() -> Any:
     return pa.schema(fields + [(name, pa.float64()) for name in floats])
 
 
-def _write_tables(settings: TournamentSettings, deals: Sequence[tuple[int, tuple[int, ...]]]
-                  ) -> list[PairSummary]:
+def _write_tables(settings: TournamentSettings, deals: _Deals) -> list[PairSummary]:
     """Rewrite ``games.parquet`` and ``summary.parquet`` atomically from the journal."""
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -636,25 +712,39 @@ def run_tournament(settings: TournamentSettings, *,
     from tensorcfr.utils.io import check_output_dir
 
     started = time.perf_counter()
-    deals, digest = _deal_list(settings)
+    deals = _Deals(settings)
     for name in settings.agents:  # unusable options (a missing model...) fail here, at once
         make_agent(name, settings.agent_options)
     if settings.address is not None:
         check_ray_address(settings.address)
     out = check_output_dir(settings.out, "--out")
-    out.mkdir(parents=True, exist_ok=True)
-    _check_identity(out, _identity(settings, digest))
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        from tensorcfr.utils.io import write_error
+
+        raise write_error(out, exc) from None
+    with folder_lock(out, "tournament"):
+        return _run_locked(settings, deals, out, started, on_progress)
+
+
+def _run_locked(settings: TournamentSettings, deals: _Deals, out: Path, started: float,
+                on_progress: Callable[[TournamentProgress], None]) -> TournamentResult:
+    """:func:`run_tournament` once the folder is checked and locked."""
+    _check_identity(out, _identity(settings, deals.digest))
     journal = out / JOURNAL
     repaired = repair_journal(journal)
-    done_rows = _latest_rows(journal)
-    specs = _job_specs(settings, deals)
-    todo = [s for s in specs if done_rows.get(s["id"], {}).get("status") != "ok"]
-    total, skipped = len(specs), len(specs) - len(todo)
+    done_rows, notes = _journal_rows(journal)
+    todo = [job for job in _job_ids(settings, deals)
+            if done_rows.get(job, {}).get("status") != "ok"]
+    total = len(deals) * (1 + 2 * len(settings.pairs))
+    skipped = total - len(todo)
     state = {"done": skipped, "failed": 0, "flushed": time.perf_counter()}
     if repaired:
-        on_progress(TournamentProgress(skipped, total, 0, notice=(
-            f"repaired the journal {journal}: cut off a torn last line ({repaired} bytes, a "
-            "write stopped by a kill); that job runs again")))
+        notes.insert(0, f"repaired the journal {journal}: cut off a torn last line ({repaired} "
+                     "bytes, a write stopped by a kill); that job runs again")
+    for note in notes:
+        on_progress(TournamentProgress(skipped, total, 0, notice=note))
     on_progress(TournamentProgress(skipped, total, 0))
 
     def finish(row: dict[str, Any]) -> None:
@@ -672,23 +762,22 @@ def run_tournament(settings: TournamentSettings, *,
             pass
         elif settings.in_process:
             with deferred_stop() as stop:  # SIGINT / SIGTERM: stop between two games
-                for spec in todo:
-                    finish(_run_job(spec, settings.threads))
+                for job in todo:
+                    finish(_run_job(_job_spec(settings, deals, job), settings.threads))
                     if stop.requested:
                         raise KeyboardInterrupt
         else:
-            by_id = {s["id"]: s for s in todo}
-
             def collect(key: Hashable, row: dict[str, Any] | None, error: str | None) -> None:
                 if row is None:  # a worker died on this job
-                    spec = by_id[str(key)]
+                    spec = _job_spec(settings, deals, str(key))
                     row = {k: v for k, v in spec.items()
                            if k not in ("deal_cards", "options_json")}
                     row.update(status="error", error=error)
                 finish(row)
 
-            run_info = run_on_ray(_run_job, [(s["id"], (s, settings.threads)) for s in todo],
-                                  collect, workers=settings.workers, address=settings.address)
+            jobs = ((job, (_job_spec(settings, deals, job), settings.threads)) for job in todo)
+            run_info = run_on_ray(_run_job, jobs, collect, workers=settings.workers,
+                                  address=settings.address)
     except KeyboardInterrupt:  # finished jobs are in the journal; bring the tables up to date
         _write_tables(settings, deals)
         raise
