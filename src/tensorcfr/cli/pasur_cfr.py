@@ -35,6 +35,7 @@ import typer
 
 from tensorcfr.cli.common import console, err_console, print_json
 from tensorcfr.errors import CorruptFileError, MemoryLimitError, TensorCFRError
+from tensorcfr.utils.confine import file_in_folder
 
 if TYPE_CHECKING:
     from tensorcfr.games.pasur.solving.graph import RoundGraph
@@ -360,9 +361,9 @@ def _print_summary(result: dict[str, Any]) -> None:
 
 
 def _read_manifest(folder: Path) -> dict[str, Any]:
-    path = folder / MANIFEST
     if not folder.is_dir():
         raise TensorCFRError(f"{folder} is not a folder of a DCFR solve")
+    path = file_in_folder(folder, MANIFEST, named_by=folder, key="the manifest")
     if not path.is_file():
         raise CorruptFileError(f"{path} is missing: is {folder} the --out folder of a solve "
                                "that finished?")
@@ -405,10 +406,12 @@ def exploitability_command(
     except TensorCFRError as exc:
         raise CorruptFileError(f"{folder / MANIFEST}: {exc}") from None
     mode = manifest["mode"]
-    table_name = (manifest.get("files") or {}).get("strategy_table", TABLE)
-    table = load_strategy_table(folder / str(table_name))
+    files = manifest.get("files") or {}
+    table_path = file_in_folder(folder, files.get("strategy_table", TABLE) if isinstance(
+        files, dict) else None, named_by=folder / MANIFEST, key="files.strategy_table")
+    table = load_strategy_table(table_path)
     if table.metadata.get("deal") != list(deal) or table.metadata.get("mode") != mode:
-        raise CorruptFileError(f"{folder / str(table_name)} belongs to another deal or mode "
+        raise CorruptFileError(f"{table_path} belongs to another deal or mode "
                                f"than {folder / MANIFEST}")
     used_threads = set_threads(threads)
     graphs = build_graphs(deal, mode, device=device, max_memory=_memory_limit(max_memory))

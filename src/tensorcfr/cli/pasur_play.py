@@ -18,6 +18,7 @@ import typer
 
 from tensorcfr.cli.common import console, err_console, fail
 from tensorcfr.errors import TensorCFRError
+from tensorcfr.play.limits import CACHE_SIZE_LIMIT, MAX_GAMES_LIMIT, TTL_MINUTES_LIMIT
 
 MODE_HELP = ("hidden (the real game: each side sees only its own hand) or open (both hands "
              "and the rounds to come shown, double-dummy); default hidden")
@@ -35,9 +36,13 @@ def _manifest_seed(folder: Optional[str]) -> Optional[int]:
     """The ``seed`` a DCFR run's manifest records (None if it does not say)."""
     import json
 
+    from tensorcfr.utils.confine import file_in_folder
+
     try:
-        obj = json.loads((Path(str(folder)) / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        path = file_in_folder(str(folder), "manifest.json", named_by=str(folder),
+                              key="the manifest")
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, TensorCFRError):
         return None
     seed = obj.get("seed") if isinstance(obj, dict) else None
     return seed if isinstance(seed, int) and not isinstance(seed, bool) else None
@@ -75,30 +80,42 @@ def serve_command(
     model: Optional[str] = typer.Option(None, "--model", help="An XGBoost model folder: offers "
                                         "the model AI."),
     max_games: int = typer.Option(256, "--max-games", help="Games held at once (the least "
-                                  "recently used goes first)."),
+                                  f"recently used goes first), 1..{MAX_GAMES_LIMIT:,} "
+                                  "(about 80 KiB each)."),
     ttl_minutes: float = typer.Option(120.0, "--ttl-minutes", help="A game idle this long "
-                                      "expires."),
+                                      f"expires (at most {TTL_MINUTES_LIMIT:,}: a week)."),
     cache_size: int = typer.Option(4, "--cache-size", help="Exact solutions kept in memory "
-                                   "(5-60 MiB each)."),
+                                   f"(5-60 MiB each), 1..{CACHE_SIZE_LIMIT}."),
     threads: Optional[int] = typer.Option(None, "--threads", help="Torch threads (default 1)."),
-    device: str = typer.Option("cpu", "--device", help="Torch device of the solver and model."),
+    device: str = typer.Option("cpu", "--device", help="Torch device of the solver and model "
+                               "(checked at start)."),
     mode: str = typer.Option("hidden", "--mode", help="The mode new games start in (the page "
                              "can switch): " + MODE_HELP + "."),
+    allowed_hosts: Optional[list[str]] = typer.Option(
+        None, "--allowed-host", help="Another name the server answers to in the Host header "
+        "(repeatable; e.g. a LAN name or a reverse proxy's). Always answered: localhost, "
+        "127.0.0.1, [::1] and --host; with --host 0.0.0.0 or :: also any IP address and this "
+        "machine's names. Other Host headers get a 400 (a guard against DNS rebinding)."),
 ) -> None:
     """Serve the Pasur page: play Pasur against the AI in a browser (hidden or open hands)."""
+    from tensorcfr.play.hosts import HostPolicy
     from tensorcfr.play.session import check_mode
+    from tensorcfr.utils.checks import check_int_range
+    from tensorcfr.utils.device import resolve_device
     from tensorcfr.utils.resources import set_threads
 
     try:
         check_mode(mode)
-        if not 1 <= port <= 65535:
-            raise TensorCFRError(f"--port must be 1..65535, got {port}")
-        if max_games < 1:
-            raise TensorCFRError(f"--max-games must be at least 1, got {max_games}")
-        if cache_size < 1:
-            raise TensorCFRError(f"--cache-size must be at least 1, got {cache_size}")
-        if not ttl_minutes > 0:
-            raise TensorCFRError(f"--ttl-minutes must be positive, got {ttl_minutes}")
+        check_int_range(port, "--port", 1, 65535)
+        check_int_range(max_games, "--max-games", 1, MAX_GAMES_LIMIT,
+                        why="about 80 KiB of memory each")
+        check_int_range(cache_size, "--cache-size", 1, CACHE_SIZE_LIMIT,
+                        why="5-60 MiB of memory each")
+        if not 0 < ttl_minutes <= TTL_MINUTES_LIMIT:
+            raise TensorCFRError(f"--ttl-minutes must be more than 0 and at most "
+                                 f"{TTL_MINUTES_LIMIT:,} (a week), got {ttl_minutes}")
+        policy = HostPolicy.for_listen(host, allowed_hosts or ())
+        resolve_device(device, "--device")  # not a 500 at the first open-hands move
         table_dir = _check_folder("--table", table)
         model_dir = _check_folder("--model", model)
         _check_can_listen(host, port)
@@ -110,7 +127,7 @@ def serve_command(
 
         app = create_app(table=table_dir, model=model_dir, max_games=max_games,
                          ttl_seconds=ttl_minutes * 60, cache_size=cache_size, device=device,
-                         mode=mode)
+                         mode=mode, host=host, allowed_hosts=list(allowed_hosts or ()))
     except TensorCFRError as exc:
         fail(str(exc), exc.exit_code)
         return
@@ -118,7 +135,8 @@ def serve_command(
     url = f"http://{shown}:{port}/"
     if not _is_loopback(host):  # before the URL line, one unbroken line
         err_console.print(f"[yellow]warning:[/] listening on {host}: anyone who can reach this "
-                          "machine can use the server", highlight=False, soft_wrap=True)
+                          "machine can use the server (Host names answered: "
+                          f"{policy.describe()})", highlight=False, soft_wrap=True)
     console.print(f"Pasur: open [bold]{url}[/] in a browser (new games: {mode} hands; "
                   f"{n_threads} torch thread(s); Ctrl+C stops)", highlight=False,
                   soft_wrap=True)
@@ -195,8 +213,11 @@ def play_command(
     from tensorcfr.play.terminal import TerminalGame
     from tensorcfr.utils.resources import set_threads
 
+    from tensorcfr.utils.device import resolve_device
+
     try:
         check_mode(mode)
+        resolve_device(device, "--device")  # not a crash at the AI's first move
         if ai is None:
             ai = default_ai(mode)
         if ai not in ai_names(mode):

@@ -25,10 +25,19 @@ from collections import OrderedDict
 from contextlib import contextmanager
 from typing import Any, Hashable, Iterator
 
-__all__ = ["ANALYSIS_CACHE_SIZE", "AnalysisCache", "Busy", "WorkGate", "analysis_key"]
+__all__ = ["ANALYSIS_CACHE_SIZE", "AnalysisCache", "Busy", "CACHE_SIZE_LIMIT",
+           "MAX_GAMES_LIMIT", "TTL_MINUTES_LIMIT", "WorkGate", "analysis_key"]
 
 ANALYSIS_CACHE_SIZE = 64
 """Analyses kept (each about 20-40 KiB of JSON-ready dicts)."""
+MAX_GAMES_LIMIT = 10_000
+"""Most games a server may hold (``--max-games``): about 80 KiB each, so at most about
+0.8 GiB (docs/pasur_play.md, "Memory")."""
+CACHE_SIZE_LIMIT = 32
+"""Most exact solutions a server may keep (``--cache-size``): 5-60 MiB each, at most about
+2 GiB."""
+TTL_MINUTES_LIMIT = 7 * 24 * 60
+"""Longest idle time of a game (``--ttl-minutes``): a week."""
 
 
 class Busy(Exception):

@@ -132,9 +132,13 @@ def _run_deal(folder: str) -> list[int] | None:
     import json
     from pathlib import Path
 
+    from tensorcfr.errors import TensorCFRError
+    from tensorcfr.utils.confine import file_in_folder
+
     try:
-        manifest = json.loads((Path(folder) / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        path = file_in_folder(folder, "manifest.json", named_by=folder, key="the manifest")
+        manifest = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError, TensorCFRError):
         return None
     deal = manifest.get("deal") if isinstance(manifest, dict) else None
     return [int(c) for c in deal] if isinstance(deal, list) and len(deal) == 52 else None

@@ -13,6 +13,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from tensorcfr.play.limits import MAX_GAMES_LIMIT
+
 __all__ = ["GameStore", "StoreEntry"]
 
 
@@ -28,13 +30,14 @@ class StoreEntry:
 class GameStore:
     """Games by id, bounded in number and in idle time. Thread-safe.
 
-    ``clock`` (seconds, monotonic) is injectable for tests.
+    ``max_games`` is 1..:data:`~tensorcfr.play.limits.MAX_GAMES_LIMIT`; ``clock`` (seconds,
+    monotonic) is injectable for tests.
     """
 
     def __init__(self, max_games: int = 256, ttl_seconds: float = 2 * 3600,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        if max_games < 1:
-            raise ValueError("max_games must be at least 1")
+        if not 1 <= max_games <= MAX_GAMES_LIMIT:
+            raise ValueError(f"max_games must be 1..{MAX_GAMES_LIMIT}, got {max_games}")
         self.max_games = max_games
         self.ttl_seconds = ttl_seconds
         self.clock = clock

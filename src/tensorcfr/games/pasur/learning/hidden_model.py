@@ -59,6 +59,7 @@ from tensorcfr.games.pasur.engine.observation import Observation, observe
 from tensorcfr.games.pasur.playing.agent import PlayEstimate, check_turn, mover_sign
 from tensorcfr.games.pasur.playing.greedy import CARD_POINTS, GreedyAgent, greedy_key, play_facts
 from tensorcfr.games.pasur.playing.pimc import PimcAgent
+from tensorcfr.utils.confine import file_in_folder
 from tensorcfr.utils.io import atomic_path, write_json_atomic
 
 __all__ = ["DEFAULT_MODEL_DIR", "FEATURE_COLUMNS", "FEATURE_SET", "HiddenModel",
@@ -190,6 +191,8 @@ def load_hidden_model(path: str | os.PathLike[str] | None = None, threads: int =
         what = "no hidden-hand model is installed" if path is None else \
             f"{folder} is not a hidden-hand model folder"
         raise TensorCFRError(f"{what}: {_train_command_hint()} and pass --model DIR")
+    # every file read is confined to the folder (no "../", no link out of it)
+    file_in_folder(folder, MANIFEST, named_by=folder, key="the manifest")
     try:
         manifest = json.loads(mpath.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
@@ -205,7 +208,8 @@ def load_hidden_model(path: str | os.PathLike[str] | None = None, threads: int =
     if features.get("name") != FEATURE_SET or features.get("columns") != FEATURE_COLUMNS:
         raise CorruptFileError(f"{folder} was trained on other features "
                                f"({features.get('name')!r}): {_train_command_hint()}")
-    model_file = folder / str(manifest.get("model_file", MODEL_FILE))
+    model_file = file_in_folder(folder, manifest.get("model_file", MODEL_FILE), named_by=mpath,
+                                key="model_file")
     import xgboost
 
     try:

@@ -40,6 +40,7 @@ from tensorcfr.errors import CorruptFileError, TensorCFRError
 from tensorcfr.games.pasur.playing.players import RandomPlayer, TablePlayer, _BatchPlayer, _run_files
 from tensorcfr.games.pasur.playing.selfplay import DecisionBatch, play_games
 from tensorcfr.games.pasur.solving.features import NUM_FEATURES
+from tensorcfr.utils.confine import file_in_folder
 from tensorcfr.utils.io import atomic_path, write_json_atomic
 
 __all__ = [
@@ -118,7 +119,8 @@ def load_policy_model(path: str | os.PathLike[str], threads: int = 1) -> PolicyM
     if not folder.is_dir():
         raise TensorCFRError(f"--model {folder} is not a folder (give the --out folder of "
                              "`tensorcfr pasur train`)")
-    mpath = folder / MANIFEST
+    # every file read is confined to the folder (no "../", no link out of it)
+    mpath = file_in_folder(folder, MANIFEST, named_by=folder, key="the manifest")
     if not mpath.is_file():
         raise CorruptFileError(f"{mpath} is missing: {folder} is not a policy model folder")
     try:
@@ -134,7 +136,8 @@ def load_policy_model(path: str | os.PathLike[str], threads: int = 1) -> PolicyM
         raise CorruptFileError(
             f"{folder} was trained on other features ({features.get('name')!r}); this version "
             f"of tensorcfr plays with {FEATURE_SET!r}: retrain it with `tensorcfr pasur train`")
-    model_file = folder / str(manifest.get("model_file", MODEL_FILE))
+    model_file = file_in_folder(folder, manifest.get("model_file", MODEL_FILE), named_by=mpath,
+                                key="model_file")
     if not model_file.is_file():
         raise CorruptFileError(f"{model_file} is missing")
     import xgboost

@@ -44,6 +44,7 @@ from tensorcfr.errors import CorruptFileError, TensorCFRError
 from tensorcfr.games.pasur.engine import rules
 from tensorcfr.games.pasur.engine.cards import NUM_CARDS
 from tensorcfr.games.pasur.playing.selfplay import DecisionBatch, decisions_from_states
+from tensorcfr.utils.confine import file_in_folder
 
 __all__ = [
     "PLAYER_NAMES",
@@ -180,7 +181,8 @@ def _run_files(path: Path) -> tuple[Path, dict[str, Any]]:
         raise TensorCFRError(f"--table {path} does not exist (give the --out folder of "
                              "`tensorcfr pasur solve --method dcfr`)")
     manifest: dict[str, Any] = {}
-    mpath = path / RUN_MANIFEST
+    # every file read is confined to the folder (no "../", no link out of it)
+    mpath = file_in_folder(path, RUN_MANIFEST, named_by=path, key="the manifest")
     if mpath.is_file():
         try:
             manifest = json.loads(mpath.read_text(encoding="utf-8"))
@@ -188,8 +190,9 @@ def _run_files(path: Path) -> tuple[Path, dict[str, Any]]:
             raise CorruptFileError(f"{mpath} is not valid JSON: {exc}") from None
         if not isinstance(manifest, dict) or manifest.get("format") != RUN_FORMAT:
             raise CorruptFileError(f"{mpath} is not the manifest of a DCFR solve")
-    name = str((manifest.get("files") or {}).get("strategy_table", RUN_TABLE))
-    table = path / name
+    files = manifest.get("files") or {}
+    name = files.get("strategy_table", RUN_TABLE) if isinstance(files, dict) else None
+    table = file_in_folder(path, name, named_by=mpath, key="files.strategy_table")
     if not table.is_file():
         raise CorruptFileError(f"{table} is missing: is {path} the --out folder of a DCFR "
                                "solve that finished?")
