@@ -29,15 +29,10 @@ from tensorcfr.utils.io import check_output_dir
 
 
 def _check_device(device: str) -> None:
-    import torch
+    """The one device check of every command (a usable cpu/cuda/mps device, one line)."""
+    from tensorcfr.utils.device import resolve_device
 
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, ValueError):
-        raise TensorCFRError(f"--device {device!r} is not a torch device (e.g. cpu, cuda)") \
-            from None
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise TensorCFRError("--device cuda: no CUDA device is available on this machine")
+    resolve_device(device, "--device")
 
 
 def _hidden_mode(alex: str, bob: str) -> bool:
