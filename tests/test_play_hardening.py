@@ -377,3 +377,12 @@ def test_serve_help_states_the_bounds(capsys, monkeypatch):
     assert code == 0
     assert f"1..{MAX_GAMES_LIMIT:,}" in text and f"1..{CACHE_SIZE_LIMIT}" in text
     assert "--allowed-host" in text and "DNS rebinding" in text
+
+
+def test_create_app_checks_device_and_sizes(solutions):
+    with pytest.raises(TensorCFRError, match="device 'bogus'"):
+        create_app(solutions=solutions, device="bogus")
+    with pytest.raises(ValueError, match="cache_size"):
+        create_app(cache_size=CACHE_SIZE_LIMIT + 1)
+    with pytest.raises(ValueError, match="max_games"):
+        create_app(solutions=solutions, max_games=MAX_GAMES_LIMIT + 1)

@@ -183,8 +183,10 @@ def create_app(*, table: str | None = None, model: str | None = None, max_games:
             the ``table`` AI (open hands). ``model``: an XGBoost model folder: the ``model``
             AI (open hands).
         max_games: games held at once; ``ttl_seconds``: idle time after which a game expires.
-        cache_size: exact solutions kept (each 5-60 MiB).
-        device: torch device of the solver and the model.
+        cache_size: exact solutions kept (each 5-60 MiB), 1..``CACHE_SIZE_LIMIT``; max_games
+            1..``MAX_GAMES_LIMIT`` (:mod:`tensorcfr.play.limits`).
+        device: torch device of the solver and the model (checked here:
+            :class:`~tensorcfr.errors.TensorCFRError` for one that is not usable).
         mode: the mode new games start in unless the request names one: ``"hidden"`` (the
             real game; hints are the agent's estimates, exact values after the game) or
             ``"open"`` (double-dummy study mode).
@@ -202,7 +204,13 @@ def create_app(*, table: str | None = None, model: str | None = None, max_games:
     from tensorcfr.play.routes.context import ServerContext
     from tensorcfr.play.session import check_mode
 
+    from tensorcfr.play.limits import CACHE_SIZE_LIMIT
+    from tensorcfr.utils.device import resolve_device
+
     check_mode(mode)
+    resolve_device(device, "device")  # a bad device fails here, not at the first AI move
+    if not 1 <= cache_size <= CACHE_SIZE_LIMIT:
+        raise ValueError(f"cache_size must be 1..{CACHE_SIZE_LIMIT}, got {cache_size}")
     policy = HostPolicy.for_listen(host, allowed_hosts)
     app = FastAPI(
         title="tensorcfr Pasur",
