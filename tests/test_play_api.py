@@ -506,9 +506,9 @@ def test_serve_refuses_bad_options_in_one_line():
         r = runner.invoke(app, ["pasur", "serve", "--port", str(port)])
         assert r.exit_code == 2 and "cannot listen on 127.0.0.1" in r.output
         assert "Traceback" not in r.output
-    for args, message in ((["--port", "0"], "--port must be 1..65535"),
+    for args, message in ((["--port", "0"], "--port must be between 1 and 65,535"),
                           (["--table", "/no/such/folder"], "no such folder"),
-                          (["--max-games", "0"], "--max-games must be at least 1")):
+                          (["--max-games", "0"], "--max-games must be between 1 and 10,000")):
         r = runner.invoke(app, ["pasur", "serve", *args])
         assert r.exit_code == 2 and message in r.output, r.output
 
