@@ -5,7 +5,8 @@ Two hidden-hand agents (:class:`~.agent.HiddenAgent`) around
 :class:`open_spiel.python.algorithms.mcts.RandomRolloutEvaluator` (one uniformly random
 roll-out to the end of the game per leaf, chance nodes sampled from their outcomes):
 
-* ``ismcts``: ``simulations`` simulations per move;
+* ``ismcts``: ``simulations`` simulations per move, and with ``max_seconds`` (the registry's
+  ``seconds_per_move``, as the play server gives every agent) no more than that time;
 * ``ismcts-time``: the same search for ``seconds_per_move`` seconds per move.
 
 Bot settings: ``uct_c`` = :data:`UCT_C` = 10 (returns are points differences, whose spread
@@ -26,13 +27,15 @@ mapped back to a :class:`rules.Action` by the state.
 roll-out that visits no root child) and cannot stop on time, so :class:`BudgetedISMCTSBot`
 keeps the bot's tree, selection, expansion, back-up and final policy and replaces only the
 loop: after the root's expansion it runs ``simulations`` descents through the root's
-children, or, with a time budget, descents until ``seconds_per_move`` (measured from the
-start of the search, expansion included) is spent, checking the clock after each simulation
-(a slice of one simulation), and at least one descent. One legal play: no search.
+children (stopping early once ``max_seconds`` is spent, when given), or, with a time budget,
+descents until ``seconds_per_move`` is spent; times are measured from the start of the search,
+expansion included, the clock checked after each simulation (a slice of one simulation), and
+at least one descent is run. One legal play: no search.
 
 **Seeding.** :meth:`reset` seeds one ``numpy.random.RandomState`` that the bot, the roll-outs
-and the world draws share: same seed, same play for ``ismcts`` (``ismcts-time`` depends on the
-machine's speed).
+and the world draws share: same seed, same play for ``ismcts`` without ``max_seconds``
+(``ismcts-time``, and a search the time cap cuts short, depend on the machine's speed). Seeds
+are 0..2^63-1: below 2^32 as ``RandomState(seed)``, larger ones as its two 32-bit words.
 
 **Estimates.** :meth:`estimates` returns, for each play the search visited, the root's mean
 return (final points difference from the mover's side, points already scored included) and
@@ -88,12 +91,15 @@ class BudgetedISMCTSBot(ISMCTSBot):
         simulations: descents through the root's children per search (>= 1).
         seconds: if given, search until this many seconds have passed instead.
         random_state: the ``numpy.random.RandomState`` of all the bot's draws.
+        max_seconds: with ``simulations``: stop early once this many seconds have passed.
     """
 
     def __init__(self, game: Any, evaluator: Any, uct_c: float, simulations: int,
-                 seconds: float | None, random_state: np.random.RandomState) -> None:
+                 seconds: float | None, random_state: np.random.RandomState,
+                 max_seconds: float | None = None) -> None:
         super().__init__(game, evaluator, uct_c, simulations, random_state=random_state)
         self.seconds = seconds
+        self.max_seconds = max_seconds
         self.last_simulations = 0
         self.root: Any = None
 
@@ -107,10 +113,12 @@ class BudgetedISMCTSBot(ISMCTSBot):
         while True:
             self.run_simulation(self.sample_root_state(state))
             descents += 1
+            elapsed = time.perf_counter() - start
             if self.seconds is None:
-                if descents >= self._max_simulations:
+                if descents >= self._max_simulations or (
+                        self.max_seconds is not None and elapsed >= self.max_seconds):
                     break
-            elif time.perf_counter() - start >= self.seconds:
+            elif elapsed >= self.seconds:
                 break
         self.last_simulations = descents
         return self.get_final_policy(state, self.root)
@@ -126,17 +134,22 @@ class ISMCTSAgent:
         seconds_per_move: a time budget per move instead of a simulation count.
         uct_c: UCT exploration constant (points).
         name: the agent's registry name.
+        max_seconds: with a simulation count: the most seconds a move may take.
     """
 
     sees_everything = False
 
     def __init__(self, simulations: int = 1000, seconds_per_move: float | None = None,
-                 uct_c: float = UCT_C, name: str = "ismcts") -> None:
+                 uct_c: float = UCT_C, name: str = "ismcts",
+                 max_seconds: float | None = None) -> None:
         if simulations < 1:
             raise TensorCFRError(f"ISMCTS needs at least 1 simulation per move, got "
                                  f"{simulations}")
         if seconds_per_move is not None and not seconds_per_move > 0:
             raise TensorCFRError(f"the time per move must be positive, got {seconds_per_move}")
+        if max_seconds is not None and not max_seconds > 0:
+            raise TensorCFRError(f"the time per move must be positive, got {max_seconds}")
+        self.max_seconds = max_seconds
         self.name = name
         self.simulations = simulations
         self.seconds_per_move = seconds_per_move
@@ -148,10 +161,13 @@ class ISMCTSAgent:
     def reset(self, seed: int) -> None:
         """New game: every draw (worlds, roll-outs, ties) follows
         ``numpy.random.RandomState(seed)``."""
-        self._random_state = np.random.RandomState(seed)
+        seed = int(seed)
+        self._random_state = np.random.RandomState(
+            seed if seed < 2**32 else [seed & 0xFFFFFFFF, seed >> 32])
         evaluator = RandomRolloutEvaluator(random_state=self._random_state)
         self._bot = BudgetedISMCTSBot(self._game, evaluator, self.uct_c, self.simulations,
-                                      self.seconds_per_move, self._random_state)
+                                      self.seconds_per_move, self._random_state,
+                                      max_seconds=self.max_seconds)
         self._bot.set_resampler(self._resample)
         self._last = None
 

@@ -13,7 +13,8 @@ and plays the legal play with the best **mean** value from the mover's side over
 * **Seeds**: the draws of play ``t`` come from ``random.Random("pimc:{seed}:{t}")`` after
   ``reset(seed)``: the same seed gives the same game.
 * **Budget**: K draws (``determinizations``), and optionally ``seconds_per_move``: no new
-  draw is started once the time is spent (at least one draw is always solved).
+  draw is started once the time is spent, or when the slowest solve of the move so far would
+  end past it (at least one draw is always solved).
 * **Solving step**: :meth:`PimcAgent._solve_draws` (``states -> [[(action, value)]]``) is
   the one place that calls the solver: :func:`exact.action_values_many`, which solves the K
   draws of one position together, many per level-wise pass.
@@ -119,7 +120,10 @@ class PimcAgent:
 
     def _solve_with_budget(self, obs: Observation
                            ) -> tuple[list[rules.GameState], list[ActionValues]]:
-        """Draw and solve up to K states, stopping early once the time budget is spent."""
+        """Draw and solve up to K states within the time budget: after each solve, no new one
+        starts when the slowest solve of this move so far would end past the budget (the
+        solves of one move are alike), so a reply keeps to its budget rather than ending up
+        to one solve after it; the first solve always runs."""
         rng = self._rng(obs)
         draws = self._draws(obs, rng)
         if self.seconds_per_move is None:
@@ -127,11 +131,15 @@ class PimcAgent:
             return states, self._solve_draws(states)
         deadline = time.perf_counter() + self.seconds_per_move
         states, solved = [], []
+        slowest = 0.0
         while len(states) < self.determinizations:
+            started = time.perf_counter()
             state = next(draws)
             states.append(state)
             solved.extend(self._solve_draws([state]))
-            if time.perf_counter() >= deadline:
+            now = time.perf_counter()
+            slowest = max(slowest, now - started)
+            if now + slowest >= deadline:
                 break
         return states, solved
 
