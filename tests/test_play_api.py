@@ -463,19 +463,28 @@ def test_hidden_mode_api_never_sends_unseen_cards(solutions, human):
         assert r.status_code == 200, r.text
         view = r.json()
     assert checked == 48
-    # after the game everything is revealed: the deal, the exact analysis; no undo
-    assert view["visibility"] == "open" and view["deal"] == list(deal)
-    assert not view["can_undo"] and client.post(f"/api/games/{gid}/undo").status_code == 400
+    # after the game everything is revealed: the deal, its seed, the exact analysis; no undo
+    assert view["visibility"] == "open" and view["deal"] == list(deal) and view["seed"] == SEED
+    assert not view["can_undo"] and client.post(f"/api/games/{gid}/undo").status_code == 403
     analysis = client.get(f"/api/games/{gid}/analysis").json()
     assert analysis["mode"] == "hidden" and analysis["estimate"]["available"] is False
     record = client.get(f"/api/games/{gid}/record").json()
     assert record["mode"] == "hidden" and record["ai"] == "random"
+    assert record["seed"] == SEED and record["ai_seed"] == 1  # the game can be replayed
     review = client.post("/api/records", json=record).json()
     assert review["mode"] == "hidden" and review["visibility"] == "open"
 
 
 def test_session_undo_and_errors(solutions):
-    session = GameSession(random_deal(SEED), "bob", "exact", solutions=solutions, ai_seed=3)
+    hidden = GameSession(random_deal(SEED), "bob", "exact", solutions=solutions, ai_seed=3)
+    hidden.advance()
+    hidden.play(hidden.legal()[0])
+    hidden.advance()
+    with pytest.raises(HiddenCardsError, match="no undo in a hidden-hand game"):
+        hidden.undo()  # it would show the AI's answer to another play: its cards
+    assert hidden.state.play_index == 3 and not hidden.can_undo
+    session = GameSession(random_deal(SEED), "bob", "exact", mode="open", solutions=solutions,
+                          ai_seed=3)
     with pytest.raises(IllegalMoveError, match="AI"):
         session.play(legal_actions(session.state)[0])
     assert len(session.advance()) == 1

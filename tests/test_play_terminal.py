@@ -13,7 +13,7 @@ from tensorcfr.games.pasur.engine.records import parse_record, replay_record
 
 pexpect = pytest.importorskip("pexpect")
 
-PROMPT = re.compile(r"your play \[1-(\d+), hint, undo, quit\]: ")
+PROMPT = re.compile(r"your play \[1-(\d+), hint(?:, undo)?, quit\]: ")  # no undo when hidden
 
 
 def _spawn(*args: str):
@@ -112,8 +112,13 @@ def test_terminal_hidden_hands_is_the_default(tmp_path):
     assert "hidden hands" in intro and "does not see your hand" in intro
     assert "▮ ▮ ▮ ▮ (4)" in intro and "40 cards still to be dealt" in intro
     assert "rounds to come" not in intro and "2♥" not in intro  # Bob's 2h is hidden
+    assert "practice game: you chose the deal (seed 3)" in intro  # --seed: the deal is known
+    assert "deal seed" not in intro and child.after.endswith("hint, quit]: ")  # no undo
     child.sendline("hint")
     child.expect("the random agent gives no estimates")
+    child.expect(PROMPT)
+    child.sendline("undo")  # refused: it would show the AI's answer to another play
+    child.expect("no undo in a hidden-hand game")
     while True:
         index = child.expect([PROMPT, "final score"])
         if index == 1:
@@ -125,7 +130,8 @@ def test_terminal_hidden_hands_is_the_default(tmp_path):
     child.close()
     assert "Exact value of the deal" in text and "no cost against an estimate" in text
     obj = json.loads(record.read_text(encoding="utf-8"))
-    assert obj["mode"] == "hidden" and obj["ai"] == "random"
+    assert obj["mode"] == "hidden" and obj["ai"] == "random" and obj["seed"] == 3
+    assert isinstance(obj["ai_seed"], int)  # a secure random one, kept to replay the game
 
 
 @pytest.mark.parametrize("args, message", [

@@ -174,7 +174,10 @@ def _check_can_listen(host: str, port: int) -> None:
 
 
 def play_command(
-    seed: Optional[int] = typer.Option(None, "--seed", help="Play the seeded random deal."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Play the seeded random deal (in "
+                                       "hidden hands a practice game: you can know every "
+                                       "card). Without --seed/--deal the deal comes from the "
+                                       "system's secure random source."),
     deal: Optional[str] = typer.Option(None, "--deal", help="52 card codes, pool first."),
     deal_file: Optional[str] = typer.Option(None, "--deal-file", help="A file with the deal: "
                                             "a JSON list of 52 card indices or 52 card codes."),
@@ -183,24 +186,26 @@ def play_command(
     ai: Optional[str] = typer.Option(None, "--ai", help="The opponent. Hidden hands: any "
                                      "hidden-hand agent (random, exact = cheating reference, "
                                      "and those the agents registry adds; default "
-                                     "random until a stronger one is the default). Open hands: "
-                                     "exact (default), random, table or model."),
+                                     "hidden-model, whose hints are its own scores of your "
+                                     "plays). Open hands: exact (default), random, table or "
+                                     "model."),
     table: Optional[str] = typer.Option(None, "--table", help="A DCFR run folder, for --ai table "
                                         "(without --seed/--deal: its deal is played)."),
     model: Optional[str] = typer.Option(None, "--model", help="An XGBoost model folder, for "
                                         "--ai model."),
-    ai_seed: int = typer.Option(0, "--ai-seed", help="Seed of the AI's random draws "
-                                "(0..2^63-1)."),
+    ai_seed: Optional[int] = typer.Option(None, "--ai-seed", help="Seed of the AI's random draws "
+                                "(0..2^63-1; default: a secure random one, saved in the "
+                                "record)."),
     record: Optional[str] = typer.Option(None, "--record", help="Save the finished game's "
                                          "record (JSON) to this file."),
     threads: Optional[int] = typer.Option(None, "--threads", help="Torch threads (default 1)."),
     device: str = typer.Option("cpu", "--device", help="Torch device of the solver and model."),
 ) -> None:
-    """Play Pasur against the AI in the terminal, hidden or open hands (hint, undo, quit)."""
-    import random as _random
+    """Play Pasur against the AI in the terminal, hidden or open hands (hint, undo in open
+    hands, quit)."""
+    import secrets
 
     from tensorcfr.cli.pasur_solve import choose_deal
-    from tensorcfr.games.pasur.engine.rules import random_deal
     from tensorcfr.play.session import (
         GameSession,
         SolutionCache,
@@ -208,6 +213,7 @@ def play_command(
         check_mode,
         check_seed,
         default_ai,
+        new_deal,
         seat_index,
     )
     from tensorcfr.play.terminal import TerminalGame
@@ -225,6 +231,8 @@ def play_command(
                                  f"--mode {mode}, got {ai!r}")
         if seed is not None:
             check_seed(seed, "--seed")
+        if ai_seed is None:
+            ai_seed = secrets.randbelow(2**31)
         check_seed(ai_seed, "--ai-seed")
         if seat.strip().lower() not in ("alex", "bob"):
             raise TensorCFRError(f"--as must be alex or bob, got {seat!r}")
@@ -244,21 +252,21 @@ def play_command(
             from tensorcfr.play.server import _run_deal
 
             table_deal = _run_deal(table_dir)
+        chosen = True  # the player named the deal: a hidden-hand game on it is practice
         if seed is None and deal is None and deal_file is None and table_deal is not None:
             the_deal = table_deal  # a strategy table is of one deal: play that deal
             seed = _manifest_seed(table_dir)
         elif seed is None and deal is None and deal_file is None:
-            seed = _random.SystemRandom().randrange(1_000_000)
-            the_deal = random_deal(seed)
+            the_deal, chosen = new_deal().deal, False  # the system's secure random source
         else:
             the_deal = choose_deal(deal, deal_file, seed)
         set_threads(threads)
         solutions = SolutionCache(max_size=1, device=device)
         session = GameSession(the_deal, seat_index(seat), ai, mode=mode, solutions=solutions,
                               ai_seed=ai_seed, seed=seed, table=table_dir, model=model_dir,
-                              device=device)
+                              device=device, practice=chosen)
         solutions.prefetch(session.deal)  # the analysis (and open hands' hints) need it
-        if seed is not None:
+        if seed is not None and mode == "open":  # hidden hands: the practice line says it
             console.print(f"deal seed {seed}", highlight=False)
         TerminalGame(session, console, record_path=record).run()
     except TensorCFRError as exc:

@@ -29,6 +29,15 @@ What a client may see is built by :meth:`GameSession.view` only: in hidden mode 
 game is over) from :func:`observe` of the human's seat, so a server can never send a client a
 card it may not see.
 
+The secrets of a hidden-hand game (docs/security.md) are kept here, once for every front end:
+a deal nobody asked for comes from the operating system's cryptographic source
+(:func:`new_deal`, ``random.SystemRandom``), never from a seed a player could search; a deal
+the player names (a seed, the cards, a position of a finished game) makes a *practice* game,
+said so in the view. Until the end no answer holds the seed, the deal, exact values or
+whether the deal's exact solution is cached; undo is refused (taking a play back would show
+the AI answering another play, and so its cards). After the end everything is shown, and the
+record carries the deal, the seed (if any) and the AI's seed, so the game can be replayed.
+
 All values are points, Alex's minus Bob's in the engine; hints and costs are turned to the
 side of the player concerned (positive = good for that player).
 """
@@ -65,6 +74,7 @@ from tensorcfr.games.pasur.engine.rules import (
 
 __all__ = [
     "AI_NAMES",
+    "DealChoice",
     "DEFAULT_HIDDEN_AGENT",
     "PLAY_SECONDS_PER_MOVE",
     "DEFAULT_MODE",
@@ -84,6 +94,8 @@ __all__ = [
     "hidden_agent_names",
     "make_ai",
     "make_hidden_agent",
+    "new_deal",
+    "secret_deal",
     "release_freed_memory",
     "seat_index",
 ]
@@ -97,11 +109,13 @@ DEFAULT_MODE = "hidden"
 DEFAULT_HIDDEN_AGENT = "hidden-model"
 """The hidden-hand agent a game is played against unless another is named: the strongest of
 the duplicate tournaments whose reply is under a second (docs/benchmarks/pasur_tournament.md:
-it beats greedy, random and ismcts-time with 95% confidence, and pimc is not stronger); it
-gives no estimates, so hints come from ``--ai pimc``."""
+it beats greedy, random and ismcts-time with 95% confidence, and pimc is not stronger). Its
+hints are its own scores of the human's plays (:func:`agent_estimates`: the model's predicted
+advantage of each play, from the human's observation)."""
 PLAY_SECONDS_PER_MOVE = 0.8
-"""The time budget per move of a hidden-hand agent in play (PIMC stops drawing, ISMCTS stops
-searching once it is spent), so that a reply takes under a second on one core."""
+"""The time budget per move of a hidden-hand agent in play (PIMC starts no draw it expects to
+end after it, ISMCTS stops searching once it is spent, ``ismcts`` included), so that a reply
+takes under a second on one core."""
 DEFAULT_OPEN_AI = "exact"
 VISIBILITIES = ("open", "hidden")
 SEED_MAX = 2**63 - 1
@@ -114,6 +128,46 @@ class IllegalMoveError(TensorCFRError):
 
 class HiddenCardsError(IllegalMoveError):
     """A question whose answer would reveal cards the human may not see yet."""
+
+
+NO_UNDO_HIDDEN = ("no undo in a hidden-hand game: taking a play back would let you see the AI "
+                  "answer another play, which shows its cards; after the game, play on from "
+                  "any position to try another line")
+"""The one refusal of undo in hidden mode (API 403, page, terminal)."""
+
+
+@dataclass(frozen=True)
+class DealChoice:
+    """The deal of a new game and where it came from.
+
+    Attributes:
+        deal: 52 card indices, pool first.
+        seed: the seed the player gave (``random_deal(seed)``), else None.
+        chosen: whether the player named the deal (a seed or the cards): then the player can
+            know every card, and a hidden-hand game on it is practice.
+    """
+
+    deal: tuple[int, ...]
+    seed: int | None
+    chosen: bool
+
+
+def secret_deal() -> tuple[int, ...]:
+    """A deal drawn from the operating system's cryptographic source (``random.SystemRandom``):
+    no seed, nothing a player could search or compute it from."""
+    return random_deal(rng=random.SystemRandom())
+
+
+def new_deal(seed: int | None = None, deal: Sequence[int] | None = None) -> DealChoice:
+    """The deal of a new game: ``deal`` as given, ``random_deal(seed)``, or (neither) a
+    :func:`secret_deal`. One-line :class:`TensorCFRError` for both, a bad seed or deal."""
+    if seed is not None and deal is not None:
+        raise TensorCFRError("give a seed or a deal, not both")
+    if deal is not None:
+        return DealChoice(validate_deal(deal), None, True)
+    if seed is not None:
+        return DealChoice(random_deal(check_seed(seed)), seed, True)
+    return DealChoice(secret_deal(), None, False)
 
 
 def check_seed(seed: int, what: str = "seed") -> int:
@@ -481,6 +535,42 @@ def make_hidden_agent(name: str, *, device: str = "cpu", options: Any = None) ->
     return make_agent(name, options)
 
 
+ESTIMATE_MEASURES = {
+    "mean": "the mean final point difference for you (yours minus the AI's) over {samples} "
+            "draw(s) of the hidden cards",
+    "advantage": "the {agent} agent's own score of each play: its predicted advantage over "
+                 "the average of your plays, in points (learned from play, from your view "
+                 "of the table)",
+}
+"""What an agent's estimates are, by measure (:func:`agent_estimates`), as the hint says it."""
+
+
+def agent_estimates(agent: Any, obs: Any) -> tuple[list[Any] | None, str]:
+    """The hidden-hand ``agent``'s evaluation of the mover's legal plays in ``obs`` and its
+    measure (a key of :data:`ESTIMATE_MEASURES`), from that observation only.
+
+    ``"mean"``: the agent's :meth:`estimates` (final points difference, mover's side).
+    ``"advantage"``: for the ``hidden-model`` agent, which has no such estimates, its model's
+    score of each play (the predicted advantage in points over the mean of the legal plays;
+    the play it would choose scores highest). ``(None, "")``: the agent evaluates nothing.
+    """
+    estimates = agent.estimates(obs)
+    if estimates is not None:
+        return list(estimates), "mean"
+    from tensorcfr.games.pasur.learning.hidden_model import HiddenModelAgent, decision_rows
+
+    if isinstance(agent, HiddenModelAgent):
+        import numpy as np
+
+        from tensorcfr.games.pasur.playing.agent import PlayEstimate
+
+        legal, rows = decision_rows(obs)
+        scores = agent.model.predict(np.asarray(rows, dtype=np.float32))
+        return [PlayEstimate(action=a, value=float(v), samples=1)
+                for a, v in zip(legal, scores)], "advantage"
+    return None, ""
+
+
 def _r2(x: float) -> float:
     """An estimate rounded to 2 decimals for display (points)."""
     return round(float(x), 2)
@@ -497,8 +587,11 @@ class GameSession:
         mode: ``"hidden"`` (the real game) or ``"open"`` (double-dummy study mode).
         solutions: the shared :class:`SolutionCache` (exact hints, analysis, the exact AI).
         ai_seed: seed of the AI's random draws (same seed and same plays, same game).
-        seed: the seed of the deal when it is a seeded random deal (shown, recorded).
+        seed: the seed of the deal when it is a seeded random deal (recorded; shown only
+            where every card is: open hands, or after the game).
         agent_options: :class:`tensorcfr.games.pasur.agents.AgentOptions` of a hidden agent.
+        practice: the player chose the deal (a seed, the cards, a position of a finished
+            game) and so can know every card: the view says so (``practice``).
     """
 
     def __init__(self, deal: Sequence[int], human: str | int = "alex", ai: str | None = None,
@@ -506,8 +599,10 @@ class GameSession:
                  player: PlayerLike | None = None, agent: Any = None,
                  ai_seed: int | None = 0, seed: int | None = None, model: str | None = None,
                  table: str | None = None, device: str = "cpu",
-                 players: PlayerCache | None = None, agent_options: Any = None) -> None:
+                 players: PlayerCache | None = None, agent_options: Any = None,
+                 practice: bool = False) -> None:
         self.deal = validate_deal(deal)
+        self.practice = bool(practice)
         self.mode = check_mode(mode)
         self.human = seat_index(human)
         self.ai_name: str | None = ai if ai is not None else default_ai(self.mode)
@@ -532,6 +627,7 @@ class GameSession:
         self.imported = False
         self._advisor: Any = None  # a second agent of the same name: hints and the analysis
         self._estimates: dict[tuple[Any, ...], Any] = {}
+        self._estimate_measure = "mean"  # what the agent's estimates are (agent_estimates)
 
     # ----------------------------------------------------------------- construction
 
@@ -568,6 +664,10 @@ class GameSession:
                 and 0 <= seed_raw <= SEED_MAX
                 and tuple(random_deal(seed_raw)) == tuple(record.deal)):  # a seed of this deal
             session.seed = seed_raw
+        ai_seed_raw = meta.get("ai_seed")
+        if isinstance(ai_seed_raw, int) and not isinstance(ai_seed_raw, bool) \
+                and 0 <= ai_seed_raw <= SEED_MAX:
+            session.ai_seed = ai_seed_raw
         session.imported = True
         session.human_known = human_raw is not None
         for action in record.plays:
@@ -580,7 +680,7 @@ class GameSession:
         """A new game that continues this finished one from position ``at`` (before play
         ``at``): same deal, mode, seat and AI (a record without an AI gets the mode's
         default), the first ``at`` plays kept. In hidden mode the new game hides the cards
-        again (the player has seen them: a study aid, not a fair game)."""
+        again (the player has seen them: a study aid, not a fair game: ``practice``)."""
         if not self.over:
             raise IllegalMoveError("only a finished game can be played on from a position")
         if not 0 <= at < NUM_PLAYS:
@@ -589,7 +689,7 @@ class GameSession:
         session = GameSession(self.deal, self.human, ai, mode=self.mode,
                               solutions=self.solutions, ai_seed=self.ai_seed if ai_seed is None
                               else ai_seed, seed=self.seed, device=self.device,
-                              agent_options=self.agent_options)
+                              agent_options=self.agent_options, practice=True)
         for info in self.plays[:at]:
             by = info.by if info.by != "record" else (
                 "human" if info.player == self.human else "ai")
@@ -693,16 +793,22 @@ class GameSession:
 
     @property
     def can_undo(self) -> bool:
-        if self.imported or (self.mode == "hidden" and self.over):
-            return False  # hidden hands: the cards are revealed once the game is over
+        """Whether :meth:`undo` would take a play back: open hands only (in hidden hands a
+        play taken back shows the AI's answer to another play, and so its cards)."""
+        if self.imported or self.mode == "hidden":
+            return False
         return any(p.by == "human" for p in self.plays)
 
     def undo(self) -> int:
-        """Take back the human's last play and the AI's plays after it; returns plays undone."""
+        """Take back the human's last play and the AI's plays after it; returns plays undone.
+
+        Raises :class:`HiddenCardsError` in hidden mode (:data:`NO_UNDO_HIDDEN`), and
+        :class:`IllegalMoveError` when there is nothing to take back."""
+        if self.mode == "hidden" and not self.imported:
+            raise HiddenCardsError(NO_UNDO_HIDDEN)
         if not self.can_undo:
-            if self.mode == "hidden" and self.over and not self.imported:
-                raise IllegalMoveError("the game is over and every card has been shown: "
-                                       "start a new game")
+            if self.imported:
+                raise IllegalMoveError("this game was loaded from a record: nothing to take back")
             raise IllegalMoveError("there is no play of yours to take back")
         undone = 0
         while self.plays:
@@ -737,8 +843,16 @@ class GameSession:
         key = (index, tuple(state.history))
         if key not in self._estimates:
             advisor.reset((self.ai_seed * 1_000_003 + 7919 * (index + 1)) % (SEED_MAX + 1))
-            self._estimates[key] = advisor.estimates(observe(state, state.player))
+            estimates, measure = agent_estimates(advisor, observe(state, state.player))
+            self._estimates[key] = estimates
+            if estimates is not None:
+                self._estimate_measure = measure
         return self._estimates[key]
+
+    def estimate_text(self, samples: int) -> str:
+        """What the values of this game's estimates are (:data:`ESTIMATE_MEASURES`)."""
+        return ESTIMATE_MEASURES[self._estimate_measure].format(samples=samples,
+                                                                agent=self.ai_name)
 
     def _estimate_rows(self, estimates: Sequence[Any]) -> list[dict[str, Any]]:
         best = max(e.value for e in estimates)
@@ -752,10 +866,12 @@ class GameSession:
 
         ``kind`` ``"exact"``: open mode, or any position of a finished game: :meth:`hints`.
         ``"estimate"``: hidden mode during the game: the agent's estimates of the human's
-        legal plays from the human's observation (``value``: mean final point difference for
-        the human over ``samples`` draws; ``loss``: against the best estimate). ``"none"``:
-        the agent gives no estimates (``message`` says so). Raises :class:`IllegalMoveError`
-        at the AI's turn of a hidden game (its plays would show its hand).
+        legal plays from the human's observation (``measure`` ``"mean"``: ``value`` is the
+        mean final point difference for the human over ``samples`` draws; ``"advantage"``:
+        the hidden-model's score, points over the average play; ``what`` says it in words;
+        ``loss``: against the best estimate). ``"none"``: the agent gives no estimates
+        (``message`` says so). Raises :class:`IllegalMoveError` at the AI's turn of a hidden
+        game (its plays would show its hand).
         """
         state = self._state_at(at)
         if state.is_terminal:
@@ -773,8 +889,10 @@ class GameSession:
             return {**out, "kind": "none", "hints": [],
                     "message": f"the {self.ai_name} agent gives no estimates (play against "
                                "pimc for estimated hints)"}
+        samples = max(int(e.samples) for e in estimates)
         return {**out, "kind": "estimate", "hints": self._estimate_rows(estimates),
-                "samples": max(int(e.samples) for e in estimates)}
+                "samples": samples, "measure": self._estimate_measure,
+                "what": self.estimate_text(samples)}
 
     # ----------------------------------------------------------------- exact values
 
@@ -894,7 +1012,7 @@ class GameSession:
             row["estimate_best"] = [e.action.notation() for e in estimates if e.value == best]
             row["samples"] = int(played.samples)
             total += best - played.value
-        summary.update(available=True, human_cost=_r2(total))
+        summary.update(available=True, human_cost=_r2(total), measure=self._estimate_measure)
         return summary
 
     # ----------------------------------------------------------------- records
@@ -923,6 +1041,8 @@ class GameSession:
             obj["ai"] = self.ai_name
         if self.seed is not None:
             obj["seed"] = self.seed
+        if not self.imported or self.ai_seed:
+            obj["ai_seed"] = self.ai_seed  # with the deal, the AI's plays can be replayed
         return obj
 
     def record_text(self) -> str:
@@ -956,10 +1076,13 @@ class GameSession:
              at: int | None = None) -> dict[str, Any]:
         """Everything a client sitting at ``seat`` (default: the human's) may see.
 
-        ``visibility`` (default :meth:`visibility`): ``"open"``: both hands, the deal and the
-        rounds to come. ``"hidden"``: built from :func:`observe` of the seat: the other hand
-        only as a count, the undealt cards only as a count. ``at`` shows the position before
-        play ``at`` (stepping through a finished game).
+        ``visibility`` (default :meth:`visibility`): ``"open"``: both hands, the deal, its
+        seed and the rounds to come. ``"hidden"``: built from :func:`observe` of the seat: the
+        other hand only as a count, the undealt cards only as a count, and nothing from which
+        they could be computed: no seed (``null``), ``solution_ready`` false (the solution
+        cache is shared: whether it holds this deal would answer "is the deal X?"), no undo.
+        ``practice``: the player chose the deal (see the class). ``at`` shows the position
+        before play ``at`` (stepping through a finished game).
         """
         if visibility is None:
             visibility = self.visibility()
@@ -999,7 +1122,8 @@ class GameSession:
             "ai": self.ai_name,
             "ai_sees_your_hand": self.ai_sees_everything,
             "imported": self.imported,
-            "seed": self.seed,
+            "practice": self.practice and self.mode == "hidden",
+            "seed": self.seed if open_hands else None,
             "at": index,
             "num_positions": len(self.states),
             "play_index": state.play_index,
@@ -1023,7 +1147,7 @@ class GameSession:
             "can_undo": not stepping and self.can_undo,
             "hints_available": True,
             "hint_kind": "exact" if open_hands else "estimate",
-            "solution_ready": self.solution_ready(),
+            "solution_ready": open_hands and self.solution_ready(),
         }
         if open_hands:
             out["deal"] = list(self.deal)

@@ -6,7 +6,9 @@ score; in open mode both hands and a strip of the rounds still to come. Plays ar
 from 0 as in game records. At the human's turn the legal plays are listed with numbers; the
 player types a number, a play in card notation (``7d``, ``3d+Ac+7d``), or a command: ``hint``
 (open: every legal play with its exact value and loss; hidden: the agent's estimates),
-``undo``, ``help``, ``quit``. A card that has several captures, or is not in the hand, is
+``undo`` (open hands only: in hidden hands it is refused, since it would show the AI's answer
+to another play), ``help``, ``quit``. A hidden-hand game says whether its deal is secret (drawn
+by the session from the system's secure random source) or practice (the player named it). A card that has several captures, or is not in the hand, is
 answered with the reason and the choices. After the game everything is revealed: the final
 score with its breakdown, the deal's exact value and the move list with the points each play
 cost (and, in hidden mode, its cost against the agent's estimate at that moment).
@@ -33,6 +35,8 @@ SUIT_SYMBOLS = "♣♦♥♠"
 RANK_LABELS = ["A", "2", "3", "4", "5", "6", "7", "8", "9", "10", "J", "Q", "K"]
 HELP = ("type the number of a play, or a play in card notation (7d, 3d+Ac+7d); "
         "commands: hint, undo, help, quit")
+HELP_HIDDEN = ("type the number of a play, or a play in card notation (7d, 3d+Ac+7d); "
+               "commands: hint, help, quit (no undo in hidden hands)")
 
 
 def card_markup(card: int) -> str:
@@ -85,6 +89,8 @@ class TerminalGame:
         self.console = console
         self.read = read or console.input
         self.record_path = record_path
+        self.help = HELP_HIDDEN if session.mode == "hidden" else HELP
+        self.commands = "hint, quit" if session.mode == "hidden" else "hint, undo, quit"
 
     # ----------------------------------------------------------------- drawing
 
@@ -160,9 +166,8 @@ class TerminalGame:
                                "after)", highlight=False)
         else:
             self.console.print(f"[bold]estimates by the {report['agent']} agent for "
-                               f"{PLAYERS[s.human]}[/] (an estimate, not exact: the mean final "
-                               f"point difference over {report['samples']} draw(s) of the "
-                               "hidden cards)", highlight=False)
+                               f"{PLAYERS[s.human]}[/] (an estimate, not exact: "
+                               f"{report['what']})", highlight=False)
         table = Table()
         table.add_column("#", justify="right")
         table.add_column("play")
@@ -243,7 +248,7 @@ class TerminalGame:
             c.print(f"  [cyan]{i:>2}[/]) {action_markup(a)}", highlight=False)
         while True:
             try:
-                raw = self.read(Text(f"your play [1-{len(actions)}, hint, undo, quit]: ",
+                raw = self.read(Text(f"your play [1-{len(actions)}, {self.commands}]: ",
                                      style="bold"))
             except (EOFError, KeyboardInterrupt):  # Ctrl+D / Ctrl+C at the prompt: quit
                 c.print()
@@ -256,7 +261,7 @@ class TerminalGame:
             if text in ("u", "undo"):
                 return "undo"
             if text in ("?", "help"):
-                c.print(HELP, highlight=False)
+                c.print(self.help, highlight=False)
                 continue
             if text.isdigit() and 1 <= int(text) <= len(actions):
                 return actions[int(text) - 1]
@@ -277,7 +282,7 @@ class TerminalGame:
             card, *captured = (parse_card(code) for code in raw.split("+"))
         except (TensorCFRError, ValueError):
             return (f"[red]not a legal play or command: {raw!r}[/] (type 1-{len(actions)}, a "
-                    "card like 7d, or a capture like 7d+4c; hint, undo, help, quit)")
+                    f"card like 7d, or a capture like 7d+4c; {self.commands}, help)")
         same_card = [a for a in actions if a.card == card]
         if not captured and len(same_card) > 1:
             return (f"[red]{card_markup(card)} can capture "
@@ -294,12 +299,20 @@ class TerminalGame:
         c = self.console
         if s.mode == "open":
             c.print(f"Pasur, open hands: you are [bold]{PLAYERS[s.human]}[/], the {s.ai_name} "
-                    f"AI is {PLAYERS[s.ai_seat]}. {HELP}.", highlight=False)
+                    f"AI is {PLAYERS[s.ai_seat]}. {self.help}.", highlight=False)
         else:
             sees = ("it cheats: it sees every card" if s.ai_sees_everything
                     else "it does not see your hand")
             c.print(f"Pasur, hidden hands: you are [bold]{PLAYERS[s.human]}[/], the {s.ai_name} "
-                    f"AI is {PLAYERS[s.ai_seat]} ({sees}). {HELP}.", highlight=False)
+                    f"AI is {PLAYERS[s.ai_seat]} ({sees}). {self.help}.", highlight=False)
+            if s.practice:
+                seed = f" (seed {s.seed})" if s.seed is not None else ""
+                c.print(f"[yellow]practice game: you chose the deal{seed}, so you can know "
+                        "every card, the AI's included[/]; for a real game leave out --seed "
+                        "and --deal", highlight=False)
+            else:
+                c.print("[dim]the deal comes from the system's secure random source: nobody "
+                        "can know the hidden cards before the end[/]", highlight=False)
         self.draw_table()
         while not s.over:
             if s.ai_to_move:

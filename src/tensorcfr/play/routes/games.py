@@ -1,5 +1,7 @@
 """Routes of a game in play: the server's options, a new game, the human's and the AI's
-plays, undo, and the game as the human sees it. The rules and the modes are the session's."""
+plays, undo, and the game as the human sees it. The rules, the modes and what a hidden-hand
+game keeps secret (its deal, drawn by :func:`new_deal` from the system's cryptographic
+source unless the player names one; no undo) are the session's."""
 
 import secrets
 from typing import Any, Optional
@@ -8,10 +10,10 @@ from fastapi import APIRouter, Depends, Query
 
 from tensorcfr import __version__
 from tensorcfr.errors import TensorCFRError
-from tensorcfr.games.pasur.engine.rules import parse_deal, random_deal, validate_deal
+from tensorcfr.games.pasur.engine.rules import parse_deal
 from tensorcfr.play.routes.context import ServerContext, bad, server_context
 from tensorcfr.play.routes.models import Message, NewGameRequest, PlayRequest
-from tensorcfr.play.session import MODES, GameSession, default_ai
+from tensorcfr.play.session import MODES, GameSession, default_ai, new_deal
 
 router = APIRouter(prefix="/api", tags=["games"])
 Context = Depends(server_context)
@@ -45,20 +47,14 @@ def new_game(req: NewGameRequest, ctx: ServerContext = Context) -> dict[str, Any
     mode = req.mode or ctx.mode
     ai = req.ai or default_ai(mode)
     ctx.check_ai(mode, ai)
-    seed = req.seed
     try:
-        if isinstance(req.deal, str):
-            deal = parse_deal(req.deal)
-        elif req.deal is not None:
-            deal = validate_deal(req.deal)
-        else:
-            if seed is None:
-                seed = secrets.randbelow(1_000_000)
-            deal = random_deal(seed)
+        choice = new_deal(req.seed, parse_deal(req.deal) if isinstance(req.deal, str)
+                          else req.deal)
         ai_seed = req.ai_seed if req.ai_seed is not None else secrets.randbelow(2**31)
-        session = GameSession(deal, req.human, ai, mode=mode, solutions=ctx.solutions,
-                              ai_seed=ai_seed, seed=seed, table=ctx.table, model=ctx.model,
-                              device=ctx.device, players=ctx.players)
+        session = GameSession(choice.deal, req.human, ai, mode=mode, solutions=ctx.solutions,
+                              ai_seed=ai_seed, seed=choice.seed, table=ctx.table,
+                              model=ctx.model, device=ctx.device, players=ctx.players,
+                              practice=choice.chosen)
     except TensorCFRError as exc:
         raise bad(str(exc)) from None
     if session.mode == "open":
@@ -93,7 +89,9 @@ def ai_play(game_id: str, ctx: ServerContext = Context) -> dict[str, Any]:
 
 
 @router.post("/games/{game_id}/undo",
-             summary="Take back the human's last play (and the AI's replies)", responses=ERRORS)
+             summary="Take back the human's last play (and the AI's replies); open hands only "
+                     "(403 in hidden hands)",
+             responses={**ERRORS, 403: {"model": Message}})
 def undo(game_id: str, ctx: ServerContext = Context) -> dict[str, Any]:
     def act(s: GameSession) -> dict[str, Any]:
         s.undo()

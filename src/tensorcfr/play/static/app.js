@@ -418,8 +418,13 @@
     $("round-info").textContent = v.over ? "Game over \u00b7 48 plays"
       : "Round " + v.round + " of 6 \u00b7 " + v.play_index + " of 48 plays made" +
         (v.visibility === "hidden" ? " \u00b7 " + v.undealt_count + " cards to deal" : "");
-    $("deal-info").textContent = (v.seed !== null && v.seed !== undefined ? "deal seed " + v.seed : "deal")
+    // a hidden-hand game never gets its seed before the end (the seed would be the deal)
+    const dealText = v.seed !== null && v.seed !== undefined ? "deal seed " + v.seed
+      : v.visibility === "hidden" ? (v.practice ? "practice deal: you chose it, so every card can be known"
+        : "secret deal") : "deal";
+    $("deal-info").textContent = dealText
       + (v.ai ? " \u00b7 opponent: " + v.ai + " AI" : "") + (v.imported ? " \u00b7 loaded record" : "");
+    $("deal-info").dataset.practice = v.practice ? "1" : "0";
     renderBadge(v);
     renderRoundsToCome(v);
     renderSeat($("seat-top"), v.imported ? "Bob" : ai, v);
@@ -693,8 +698,7 @@
     const table = el("table");
     table.id = "hints-table";
     const cap = h.kind === "estimate"
-      ? "Estimate by the " + h.agent + " agent for " + h.player + " (not exact: the mean final point " +
-        "difference over " + h.samples + " draw(s) of the hidden cards):"
+      ? "Estimate by the " + h.agent + " agent for " + h.player + " (not exact: " + h.what + "):"
       : "Exact values for " + h.player + " (final point difference, optimal play after):";
     table.append(el("caption", "", cap));
     const head = el("tr");
@@ -720,7 +724,9 @@
     $("hint-btn").disabled = v.over || !v.hints_available || (!v.your_turn && app.at === null);
     $("hint-btn").textContent = v.hint_kind === "estimate" && !v.game_over ? "Hint (estimate)" : "Hint";
     $("undo-btn").disabled = !v.can_undo || app.busy > 0;
-    $("undo-btn").hidden = v.imported;
+    // hidden hands have no undo (it would show the AI's answer to another play, so its
+    // cards); "Play on from here" after the game tries another line
+    $("undo-btn").hidden = v.imported || v.mode === "hidden";
     $("download-btn").hidden = !v.game_over;
   }
 
@@ -836,7 +842,10 @@
     const ns = "http://www.w3.org/2000/svg";
     const W = 480, H = 120, P = 18;
     const exact = a.plays.map((p) => p.value_alex).concat([a.final.utility]);
-    const est = a.plays.map((p) => p.estimate_value === undefined ? null
+    // only estimates of the final points difference share the exact line's scale (the
+    // hidden-model's scores are advantages over the average play: not drawn)
+    const sameScale = !a.estimate || a.estimate.measure !== "advantage";
+    const est = a.plays.map((p) => p.estimate_value === undefined || !sameScale ? null
       : (p.player === "Alex" ? 1 : -1) * p.estimate_value);
     const all = exact.concat(est.filter((x) => x !== null)).concat([0]);
     const lo = Math.min(...all), hi = Math.max(...all), span = Math.max(1, hi - lo);
