@@ -386,3 +386,35 @@ def test_create_app_checks_device_and_sizes(solutions):
         create_app(cache_size=CACHE_SIZE_LIMIT + 1)
     with pytest.raises(ValueError, match="max_games"):
         create_app(solutions=solutions, max_games=MAX_GAMES_LIMIT + 1)
+
+
+def test_analysis_under_way_is_shared():
+    """Two requests for one analysis at once compute it once; past ``max_sharing`` waiting
+    requests, the next is refused (no request thread waits unbounded)."""
+    cache = AnalysisCache(max_sharing=1)
+    started, release = threading.Event(), threading.Event()
+    runs = []
+
+    def analyse():
+        runs.append(1)
+        started.set()
+        assert release.wait(20)
+        return {"plays": [1]}
+
+    got = []
+    first = threading.Thread(target=lambda: got.append(cache.compute(("k",), analyse)))
+    first.start()
+    assert started.wait(20)
+    second = threading.Thread(target=lambda: got.append(cache.compute(("k",), analyse)))
+    second.start()
+    for _ in range(200):
+        if cache._sharing == 1:
+            break
+        threading.Event().wait(0.02)
+    with pytest.raises(Busy, match="already wait"):
+        cache.compute(("k",), analyse)
+    release.set()
+    first.join(20)
+    second.join(20)
+    assert got == [{"plays": [1]}, {"plays": [1]}] and len(runs) == 1
+    assert cache.compute(("k",), analyse) == {"plays": [1]} and len(runs) == 1

@@ -22,8 +22,9 @@ from __future__ import annotations
 import copy
 import threading
 from collections import OrderedDict
+from concurrent.futures import Future
 from contextlib import contextmanager
-from typing import Any, Hashable, Iterator
+from typing import Any, Callable, Hashable, Iterator
 
 __all__ = ["ANALYSIS_CACHE_SIZE", "AnalysisCache", "Busy", "CACHE_SIZE_LIMIT",
            "MAX_GAMES_LIMIT", "TTL_MINUTES_LIMIT", "WorkGate", "analysis_key"]
@@ -121,16 +122,66 @@ def analysis_key(session: Any) -> tuple[Hashable, ...]:
 
 class AnalysisCache:
     """A bounded, thread-safe LRU of analyses by :func:`analysis_key`. ``get`` hands out a
-    copy (a caller may change it)."""
+    copy (a caller may change it); :meth:`compute` also shares a computation under way (two
+    uploads of one record at once compute it once)."""
 
-    def __init__(self, max_size: int = ANALYSIS_CACHE_SIZE) -> None:
-        if max_size < 0:
-            raise ValueError("max_size must be >= 0")
+    def __init__(self, max_size: int = ANALYSIS_CACHE_SIZE, max_sharing: int = 8,
+                 wait_seconds: float = 60.0) -> None:
+        if max_size < 0 or max_sharing < 0 or not wait_seconds >= 0:
+            raise ValueError("max_size, max_sharing and wait_seconds must be >= 0")
         self.max_size = max_size
+        self.max_sharing = max_sharing  # requests waiting on computations under way, at most
+        self.wait_seconds = wait_seconds
         self._entries: OrderedDict[tuple[Hashable, ...], dict[str, Any]] = OrderedDict()
+        self._running: dict[tuple[Hashable, ...], Future[dict[str, Any]]] = {}
+        self._sharing = 0
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
+
+    def compute(self, key: tuple[Hashable, ...],
+                analyse: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """The analysis of ``key``: cached, or the one another thread is computing now (its
+        result or its error; :class:`Busy` when ``max_sharing`` requests wait already or it
+        takes over ``wait_seconds``), or ``analyse()`` run here and kept."""
+        with self._lock:
+            found = self._entries.get(key)
+            if found is not None:
+                self._entries.move_to_end(key)
+                self.hits += 1
+                return copy.deepcopy(found)
+            running = self._running.get(key)
+            if running is None:
+                self.misses += 1
+                mine: Future[dict[str, Any]] = Future()
+                self._running[key] = mine
+            elif self._sharing >= self.max_sharing:
+                raise Busy(f"the server is busy: {self.max_sharing} requests already wait for "
+                           "this analysis; try again in a few seconds", retry_after=5)
+            else:
+                self.hits += 1
+                self._sharing += 1
+        if running is not None:
+            try:
+                return copy.deepcopy(running.result(timeout=self.wait_seconds))
+            except TimeoutError:
+                raise Busy("the server is busy: this analysis is still running; try again "
+                           "in a few seconds", retry_after=5) from None
+            finally:
+                with self._lock:
+                    self._sharing -= 1
+        try:
+            result = analyse()
+        except BaseException as exc:
+            mine.set_exception(exc)
+            raise
+        else:
+            self.put(key, result)
+            mine.set_result(result)
+            return result
+        finally:
+            with self._lock:
+                del self._running[key]
 
     def get(self, key: tuple[Hashable, ...]) -> dict[str, Any] | None:
         with self._lock:

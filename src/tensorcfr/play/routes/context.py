@@ -131,22 +131,20 @@ class ServerContext:
 
     def analysis(self, game_id: str) -> dict[str, Any]:
         """The game's analysis: from :attr:`analyses` when this deal and these plays were
-        analysed before (another upload of the same record included), else computed under
-        :attr:`analysis_gate` (503 with ``Retry-After`` when it is full)."""
+        analysed before or are being analysed now (another upload of the same record
+        included), else computed under :attr:`analysis_gate` (503 with ``Retry-After`` when
+        it is full)."""
 
         def act(session: Any) -> dict[str, Any]:
-            key = analysis_key(session)
-            cached = self.analyses.get(key)
-            if cached is not None:
-                return cached
-            try:
+            def analyse() -> dict[str, Any]:
                 with self.analysis_gate.slot():
-                    result = session.analysis()
+                    return session.analysis()
+
+            try:
+                return self.analyses.compute(analysis_key(session), analyse)
             except Busy as exc:
                 raise HTTPException(status_code=503, detail=str(exc),
                                     headers={"Retry-After": str(exc.retry_after)}) from None
-            self.analyses.put(key, result)
-            return result
 
         return self.run(game_id, act)
 
