@@ -62,7 +62,7 @@ def test_read_decks(deck_file, tmp_path):
     assert read_decks("seeds", 4, 5)[0] == [(4, rules.random_deal(4)), (5, rules.random_deal(5))]
     with pytest.raises(TensorCFRError, match="past the end .* has 3 decks"):
         read_decks(str(deck_file), 2, 3)
-    with pytest.raises(TensorCFRError, match="cannot read deck file"):
+    with pytest.raises(TensorCFRError, match="deck file .*nope.csv does not exist"):
         read_decks(str(tmp_path / "nope.csv"), 0, 0)
     bad = tmp_path / "bad.csv"
     bad.write_text(deck_file.read_text() + "1,2,3\n")
@@ -266,7 +266,7 @@ def test_cli_batch_bad_input(deck_file, tmp_path, args, message):
 def test_cli_batch_unreadable_deck_file(tmp_path):
     res = runner.invoke(app, ["pasur", "batch", str(tmp_path / "missing.csv"), "--decks", "0-1",
                               "--out", str(tmp_path / "o")])
-    assert res.exit_code == 2 and "cannot read deck file" in res.output
+    assert res.exit_code == 2 and "missing.csv does not exist" in res.output
 
 
 def test_cli_analyze_bad_input(tmp_path):

@@ -96,8 +96,11 @@ class BucketMap:
 def load_bucket_map(path: str | os.PathLike[str]) -> BucketMap:
     """Read a bucket-map NPZ file; :class:`CorruptFileError` when it is missing, truncated
     or not a bucket map."""
-    if not os.path.isfile(path):
+    from tensorcfr.utils.reading import check_input_file, strict_json_loads
+
+    if not os.path.lexists(path):
         raise CorruptFileError(f"bucket map {os.fspath(path)!r} does not exist")
+    check_input_file(path, "bucket map")  # a folder, FIFO or device: refused unopened
     try:
         with np.load(path, allow_pickle=False) as data:
             files = dict((k, data[k]) for k in data.files)
@@ -111,7 +114,9 @@ def load_bucket_map(path: str | os.PathLike[str]) -> BucketMap:
         if array.dtype.kind in "fc":
             check_finite(array, f"bucket map {os.fspath(path)!r}: {name}")
     try:
-        meta = json.loads(str(files.pop("meta")))
+        meta = strict_json_loads(str(files.pop("meta")))
+        if not isinstance(meta, dict):
+            raise ValueError("meta is not a JSON object")
         if meta.get("format") != FORMAT_NAME:
             raise ValueError("wrong format name")
         if int(meta.get("version", 0)) > FORMAT_VERSION:
@@ -128,6 +133,9 @@ def load_bucket_map(path: str | os.PathLike[str]) -> BucketMap:
                          extra)
         if bmap.num_classes != list(meta["classes"]):
             raise ValueError("label arrays do not match the stored class counts")
-    except (KeyError, ValueError, TypeError, TensorCFRError, json.JSONDecodeError) as exc:
-        raise CorruptFileError(f"{os.fspath(path)!r} is not a valid bucket map: {exc}") from None
+    except (KeyError, ValueError, TypeError, AttributeError, OverflowError, TensorCFRError,
+            json.JSONDecodeError) as exc:
+        reason = " ".join(str(exc).split())[:160] or type(exc).__name__
+        raise CorruptFileError(f"{os.fspath(path)!r} is not a valid bucket map: {reason}"
+                               ) from None
     return bmap

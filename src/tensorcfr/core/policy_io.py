@@ -35,6 +35,7 @@ from torch import Tensor
 
 from tensorcfr.core.tree import LevelTree
 from tensorcfr.errors import CorruptFileError, TensorCFRError
+from tensorcfr.utils.reading import require_keys, saved_count
 from tensorcfr.utils.io import atomic_path
 
 __all__ = [
@@ -78,13 +79,16 @@ def _write_npz(path: str | Path, arrays: dict[str, np.ndarray], metadata: dict[s
 
 
 def _read_npz(path: str | Path, expected_format: str) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    from tensorcfr.utils.reading import check_input_file
+
     path = Path(path)
-    if not path.is_file():
+    if not path.exists() and not path.is_symlink():
         raise CorruptFileError(f"{path}: no such file")
+    check_input_file(path, "NPZ file")  # a folder, FIFO or device: refused unopened
     try:
         with np.load(path, allow_pickle=False) as archive:
             arrays = {name: archive[name] for name in archive.files}
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError, KeyError) as exc:
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError, KeyError, TypeError) as exc:
         raise CorruptFileError(f"{path}: not a readable NPZ file ({type(exc).__name__}: "
                                f"{str(exc).splitlines()[0] if str(exc) else 'truncated'})") from None
     from tensorcfr.utils.checks import check_finite
@@ -96,8 +100,10 @@ def _read_npz(path: str | Path, expected_format: str) -> tuple[dict[str, np.ndar
     if raw is None or raw.dtype != np.uint8:
         raise CorruptFileError(f"{path}: missing metadata, not a {expected_format} file")
     try:
-        metadata = json.loads(raw.tobytes().decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
+        from tensorcfr.utils.reading import strict_json_loads
+
+        metadata = strict_json_loads(raw.tobytes().decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
         raise CorruptFileError(f"{path}: corrupt metadata") from None
     if not isinstance(metadata, dict) or metadata.get("format") != expected_format:
         found = metadata.get("format") if isinstance(metadata, dict) else None
@@ -194,7 +200,8 @@ def load_policy(path: str | Path) -> SavedPolicy:
     arrays, metadata = _read_npz(path, POLICY_FORMAT)
     try:
         keys = [str(k) for k in metadata["infoset_keys"]]
-        num_slots = int(metadata["num_action_slots"])
+        num_slots = saved_count(metadata["num_action_slots"], path, "policy",
+                                "num_action_slots", 2**40)
         game_string = str(metadata["game"])
     except (KeyError, TypeError, ValueError):
         raise CorruptFileError(f"{path}: incomplete policy metadata") from None
@@ -294,17 +301,19 @@ def read_checkpoint(path: str | Path) -> CheckpointData:
     arrays, metadata = _read_npz(path, CHECKPOINT_FORMAT)
     try:
         game_string = str(metadata["game"])
-        iteration = int(metadata["iteration"])
+        iteration = saved_count(metadata["iteration"], path, "checkpoint", "iteration")
         params = dict(metadata["parameters"])
-        num_slots = int(metadata["num_action_slots"])
+        num_slots = saved_count(metadata["num_action_slots"], path, "checkpoint",
+                                "num_action_slots", 2**40)
         fingerprint = str(metadata["fingerprint"])
+        require_keys(params, {"algo": str, "alternating": bool, "alpha": float, "beta": float,
+                              "gamma": float, "dtype": str}, path, "checkpoint",
+                     where="in parameters")
         parameters = {"algo": str(params["algo"]), "alternating": bool(params["alternating"]),
                       "alpha": float(params["alpha"]), "beta": float(params["beta"]),
                       "gamma": float(params["gamma"]), "dtype": str(params["dtype"])}
     except (KeyError, TypeError, ValueError):
         raise CorruptFileError(f"{path}: incomplete checkpoint metadata") from None
-    if iteration < 0:
-        raise CorruptFileError(f"{path}: negative iteration count")
     state = {}
     for name in ("regrets", "cumulative_strategy", "strategy", "predictions"):
         array = _require(arrays, name, (num_slots,), path)

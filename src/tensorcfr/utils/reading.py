@@ -30,7 +30,7 @@ from tensorcfr.errors import CorruptFileError, TensorCFRError
 
 __all__ = ["MAX_JSON_BYTES", "MAX_NPZ_BYTES", "MAX_TABLE_BYTES", "check_input_file",
            "check_input_folder", "damaged", "has_keys", "load_json", "load_npz", "load_parquet_rows",
-           "read_input_bytes", "reading", "require_keys", "strict_json_loads",
+           "read_input_bytes", "reading", "require_keys", "saved_count", "strict_json_loads",
            "value_is"]
 
 MAX_JSON_BYTES = 64 * 2**20
@@ -41,6 +41,10 @@ MAX_NPZ_BYTES = 16 * 2**30
 
 MAX_TABLE_BYTES = 4 * 2**30
 """Default bound on a Parquet table: 4 GiB."""
+
+MAX_SAVED_ITERATION = 10**12
+"""Largest iteration count a checkpoint may hold (a trillion iterations: far past any run;
+``1e30`` or ``10**30`` is damage, and would overflow the averaging weights)."""
 
 _KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
           (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
@@ -216,6 +220,16 @@ def has_keys(obj: Any, fields: Mapping[str, type | tuple[type, ...]]) -> bool:
     (:func:`value_is`); the test behind journal row checks."""
     return isinstance(obj, dict) and all(k in obj and value_is(obj[k], kind)
                                          for k, kind in fields.items())
+
+
+def saved_count(value: Any, path: str | os.PathLike[str], what: str, key: str,
+                high: int = MAX_SAVED_ITERATION) -> int:
+    """``value`` (a count read from a file, e.g. a checkpoint's iteration) if it is an
+    integer (not a float such as ``1e30``, not ``true``) in ``0..high``; else one-line
+    :class:`CorruptFileError` naming the file and ``key``."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= high:
+        raise damaged(path, what, f"{key} is {value!r:.40}, not a count in 0..{high:,}")
+    return value
 
 
 def require_keys(obj: Any, fields: Mapping[str, type | tuple[type, ...]],

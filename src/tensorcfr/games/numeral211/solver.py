@@ -438,14 +438,17 @@ def _write_npz(path: str | Path, arrays: dict[str, np.ndarray]) -> None:
 
 
 def _read_npz(path: str | Path, what: str, fmt: str) -> tuple[dict[str, Any], Any]:
+    from tensorcfr.utils.reading import check_input_file, strict_json_loads
+
     p = Path(path)
-    if not p.is_file():
+    if not p.exists() and not p.is_symlink():
         raise TensorCFRError(f"{what} {str(path)!r} does not exist")
+    check_input_file(p, what)  # a folder, FIFO or device: refused, nothing opened
     try:
         data = np.load(p, allow_pickle=False)
-        meta = json.loads(str(data["meta"]))
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError,
-            json.JSONDecodeError) as exc:
+        meta = strict_json_loads(str(data["meta"]))
+    except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile, EOFError,
+            RecursionError) as exc:
         raise CorruptFileError(f"{what} {str(path)!r} is not readable ({type(exc).__name__}: "
                                f"{str(exc).splitlines()[0] if str(exc) else 'corrupt'})"
                                ) from None
@@ -585,9 +588,12 @@ def restore_tables(solver: Any, meta: dict[str, Any], data: Any, path: str | Pat
     for r in range(len(solver.regrets)):
         for name in ("regrets", "average"):
             arrays[f"{name}_{r}"] = _array(data, f"{name}_{r}", "checkpoint", path)
+    from tensorcfr.utils.reading import MAX_SAVED_ITERATION
+
     it = meta.get("iteration")
-    if not isinstance(it, int) or it < 0:
-        raise CorruptFileError(f"checkpoint {str(path)!r} has no valid iteration count")
+    if not isinstance(it, int) or isinstance(it, bool) or not 0 <= it <= MAX_SAVED_ITERATION:
+        raise CorruptFileError(f"checkpoint {str(path)!r} has no valid iteration count "
+                               f"({it!r:.40}; at most {MAX_SAVED_ITERATION:,})")
     solver.load_state_arrays(arrays, it)
 
 

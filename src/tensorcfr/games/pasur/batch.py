@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import math
 import os
 import time
 from dataclasses import dataclass
@@ -132,21 +133,17 @@ def read_decks(source: str, first: int, last: int, option: str = "--decks"
     """
     from tensorcfr.games.pasur.engine.rules import random_deal, validate_deal
 
-    from tensorcfr.utils.io import read_small_file
+    from tensorcfr.utils.reading import damaged, read_input_bytes
 
     if last - first + 1 > MAX_DECKS:
         raise TensorCFRError(f"decks {first}-{last}: one run takes at most {MAX_DECKS:,} decks")
     if source == SEEDS_SOURCE:
         return [(i, random_deal(i)) for i in range(first, last + 1)], "seeds"
-    path = Path(source)
-    if path.is_dir():
-        raise TensorCFRError(f"cannot read deck file {source}: it is a folder")
+    raw = read_input_bytes(source, "deck file", MAX_DECK_FILE_BYTES)
     try:
-        raw = read_small_file(path, "a deck file", MAX_DECK_FILE_BYTES)
         text = raw.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise TensorCFRError(f"cannot read deck file {source}: {reason}") from None
+    except UnicodeDecodeError as exc:
+        raise damaged(source, "deck file", f"not UTF-8 text: {exc.reason}") from None
     lines = [line for line in text.splitlines()]
     while lines and not lines[-1].strip():
         lines.pop()
@@ -155,11 +152,11 @@ def read_decks(source: str, first: int, last: int, option: str = "--decks"
                              f"{len(lines)} decks (rows 0..{len(lines) - 1})")
     decks = []
     for i in range(first, last + 1):
-        row = next(csv.reader([lines[i]]), [])
         try:
+            row = next(csv.reader([lines[i]]), [])
             cards = [int(x) for x in row if x.strip()]
             deal = validate_deal(cards)
-        except (ValueError, TensorCFRError) as exc:
+        except (ValueError, csv.Error, TensorCFRError) as exc:
             raise TensorCFRError(f"deck file {source}, row {i} (line {i + 1}) is not a deal: "
                                  f"{exc}") from None
         decks.append((i, deal))
@@ -305,9 +302,38 @@ def solve_deck(deck: int, deal: Sequence[int], options: BatchOptions, out_dir: s
 # --------------------------------------------------------------------------- journal
 
 
+_TEXT_KEYS = {"status", "error"}
+_INT64 = 2**63
+
+
+def _row_is_whole(row: dict[str, Any]) -> bool:
+    """Whether a journal row is one :func:`solve_deck` writes: an integer ``deck``, a status,
+    a deal of card indices, and every other value a finite number in 64 bits or null (a row
+    with ``"exact_value": "lots"`` or ``Infinity`` is not: it is skipped, the deck redone)."""
+    if not isinstance(row.get("deck"), int) or row.get("status") not in ("ok", "error"):
+        return False
+    if not isinstance(row.get("error"), (str, type(None))):
+        return False
+    deal = row.get("deal")
+    if deal is not None and not (isinstance(deal, list) and all(
+            isinstance(c, int) and not isinstance(c, bool) and 0 <= c < 52 for c in deal)):
+        return False
+    for key, value in row.items():
+        if key in _TEXT_KEYS or key == "deal" or value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return False
+        if isinstance(value, float) and not math.isfinite(value):
+            return False
+        if isinstance(value, int) and not -_INT64 <= value < _INT64:
+            return False
+    return True
+
+
 def _read_journal(path: Path) -> dict[int, dict[str, Any]]:
-    """Latest row per deck of a journal (a torn last line and unreadable lines skipped)."""
-    return read_journal(path, "deck").rows
+    """Latest row per deck of a journal (a torn last line, unreadable lines and rows of
+    wrong types skipped)."""
+    return read_journal(path, "deck", check=_row_is_whole).rows
 
 
 def write_table(out: Path) -> int:
@@ -440,7 +466,7 @@ def _run_locked(source: str, decks: list[tuple[int, tuple[int, ...] | None]], di
                 "deck_file_sha256": digest, **options.as_dict()}
     _check_identity(out_dir, identity)
     journal = out_dir / JOURNAL
-    contents = read_journal(journal, "deck")
+    contents = read_journal(journal, "deck", check=_row_is_whole)
     notes = contents.notes(journal)
     for note in notes:
         on_note(note)

@@ -184,20 +184,25 @@ def load_record(path: str | os.PathLike[str]) -> GameRecord:
     larger than :data:`MAX_RECORD_BYTES`, is not
     UTF-8, is empty, truncated or not JSON, or is not a valid record (see :func:`parse_record`).
     """
+    import os
+    import stat
+
     from tensorcfr.errors import TensorCFRError
-    from tensorcfr.utils.io import read_small_file
+    from tensorcfr.utils.reading import read_input_bytes
 
     p = Path(path)
-    try:
-        raw = read_small_file(p, "a game record", MAX_RECORD_BYTES, name_path=False)
-    except TensorCFRError as exc:
-        raise InvalidRecordError(str(exc)) from None
+    try:  # a folder, FIFO or device is refused by stat, before anything is opened
+        mode = os.stat(p).st_mode
     except FileNotFoundError:
         raise InvalidRecordError("no such file") from None
-    except IsADirectoryError:
-        raise InvalidRecordError("is a directory, not a game record file") from None
     except OSError as exc:
         raise InvalidRecordError(f"cannot read the file: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(mode):
+        raise InvalidRecordError("is a directory, not a game record file") from None
+    try:
+        raw = read_input_bytes(p, "game record", MAX_RECORD_BYTES)
+    except TensorCFRError as exc:
+        raise InvalidRecordError(str(exc).replace(f"game record {p} ", "the file ")) from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from tensorcfr.errors import CorruptFileError, TensorCFRError
+from tensorcfr.utils.reading import check_input_folder
 
 __all__ = ["PAPER_TABLE16", "SERIES", "SMALL_SAMPLE", "TARGETS", "analyze_batches",
            "load_batches"]
@@ -80,24 +81,16 @@ TARGETS: dict[str, tuple[str, str]] = {
 
 def load_batches(folders: Sequence[str | os.PathLike[str]]) -> list[dict[str, Any]]:
     """The ``ok`` rows of the batches' ``decks.parquet`` tables, joined on ``deck``."""
-    import pyarrow.parquet as pq
-
     if not folders:
         raise TensorCFRError("give at least one batch folder")
     merged: dict[int, dict[str, Any]] = {}
     for folder in folders:
         path = Path(folder) / "decks.parquet"
-        if not Path(folder).is_dir():
-            raise TensorCFRError(f"{folder} is not a folder (give the --out folder of "
-                                 "`tensorcfr pasur batch`)")
-        if not path.is_file():
+        check_input_folder(folder, "batch folder")
+        if not os.path.lexists(path):
             raise TensorCFRError(f"{path} is missing: is {folder} a `tensorcfr pasur batch` "
                                  "folder?")
-        try:
-            rows = pq.read_table(str(path)).to_pylist()
-        except Exception as exc:  # noqa: BLE001 - any pyarrow failure is a corrupt file
-            raise CorruptFileError(f"{path} is not a readable Parquet table: "
-                                   f"{str(exc).splitlines()[0][:160]}") from None
+        rows = read_batch_table(path)
         for row in rows:
             if row.get("status", "ok") != "ok" or not isinstance(row.get("deck"), int):
                 continue
@@ -106,6 +99,57 @@ def load_batches(folders: Sequence[str | os.PathLike[str]]) -> list[dict[str, An
                 if into.get(key) is None and value is not None:
                     into[key] = value
     return [merged[d] for d in sorted(merged)]
+
+
+_TEXT_COLUMNS = ("status", "error")
+_INT_COLUMNS = ("deck", "alex_jacks", "alex_clubs", "exact_value")
+MAX_BATCH_TABLE_BYTES = 4 * 2**30
+"""Largest ``decks.parquet`` read."""
+MAX_MM_TABLE_BYTES = 64 * 2**20
+"""Largest ``MM.csv`` read (the paper's is under 1 MiB)."""
+
+
+def read_batch_table(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """The rows of a batch's ``decks.parquet``, checked: ``deck`` present; ``status`` and
+    ``error`` text; ``deal`` a list; every other column numbers (integers for ``deck``,
+    ``alex_jacks``, ``alex_clubs``, ``exact_value``), NaN read as missing (None), infinity
+    refused. Raises :class:`CorruptFileError` naming the file and the column."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from tensorcfr.utils.reading import check_input_file, damaged, reading
+
+    what = "batch table"
+    target = check_input_file(path, what, MAX_BATCH_TABLE_BYTES)
+    with reading(target, what):
+        table = pq.read_table(str(target))
+        if "deck" not in table.column_names:
+            raise damaged(target, what, "column 'deck' is missing")
+        for field in table.schema:
+            kind = field.type
+            if field.name in _TEXT_COLUMNS:
+                ok = pa.types.is_string(kind) or pa.types.is_large_string(kind) \
+                    or pa.types.is_null(kind)
+            elif field.name == "deal":
+                ok = pa.types.is_list(kind) or pa.types.is_large_list(kind) \
+                    or pa.types.is_null(kind)
+            elif field.name in _INT_COLUMNS:
+                ok = pa.types.is_integer(kind) or pa.types.is_null(kind)
+            else:
+                ok = pa.types.is_integer(kind) or pa.types.is_floating(kind) \
+                    or pa.types.is_null(kind)
+            if not ok:
+                raise damaged(target, what, f"column {field.name!r} is of type {kind}, not "
+                              "the numbers a batch writes")
+        rows = table.to_pylist()
+    for number, row in enumerate(rows):
+        for key, value in row.items():
+            if isinstance(value, float) and not math.isfinite(value):
+                if math.isnan(value):
+                    row[key] = None
+                else:
+                    raise damaged(target, what, f"column {key!r}, row {number} is {value}")
+    return rows
 
 
 def _values(rows: list[dict[str, Any]], column: str) -> tuple[list[int], list[float]]:
@@ -122,16 +166,32 @@ def _read_paper_mm(path: str | os.PathLike[str]) -> dict[int, dict[str, float]]:
     """The paper's ``MM.csv``: per deck ``XX_WINS`` (percent, ties as wins) and
     ``XX_SCORES``."""
     import csv
+    import io
 
+    from tensorcfr.utils.reading import damaged, read_input_bytes
+
+    what = "the paper's MM table"
+    raw = read_input_bytes(path, what, MAX_MM_TABLE_BYTES)
+    out: dict[int, dict[str, float]] = {}
+    line = 1
     try:
-        with open(path, newline="", encoding="utf-8") as fh:
-            reader = csv.DictReader(fh)
-            out = {}
-            for rec in reader:
-                out[int(rec["Deck"])] = {k: float(v) for k, v in rec.items()
-                                         if k and k != "Deck" and v not in ("", None)}
-    except (OSError, KeyError, ValueError, UnicodeDecodeError) as exc:
-        raise TensorCFRError(f"cannot read the paper's MM table {path}: {exc}") from None
+        reader = csv.DictReader(io.StringIO(raw.decode("utf-8"), newline=""))
+        if reader.fieldnames is None or "Deck" not in reader.fieldnames:
+            raise damaged(path, what, "its header has no Deck column (the paper's MM.csv "
+                          "starts with Deck,MM_WINS,...)")
+        for line, rec in enumerate(reader, start=2):
+            if None in rec:
+                raise ValueError("more fields than the header")
+            deck = int(rec["Deck"] or "")
+            values = {k: float(v) for k, v in rec.items()
+                      if k and k != "Deck" and v not in ("", None)}
+            if deck < 0 or not all(math.isfinite(v) for v in values.values()):
+                raise ValueError("a negative deck or a value that is not finite")
+            out[deck] = values
+    except CorruptFileError:
+        raise
+    except (ValueError, TypeError, csv.Error, UnicodeDecodeError) as exc:
+        raise damaged(path, what, f"line {line}: {' '.join(str(exc).split())[:120]}") from None
     return out
 
 
@@ -224,7 +284,8 @@ def _table16(rows: list[dict[str, Any]], max_depth: int, min_leaf: int
     result: dict[str, Any] = {}
     for column in TARGETS:
         groups = []
-        have = [r for r in rows if r.get(column) is not None and r.get("alex_jacks") is not None]
+        have = [r for r in rows if r.get(column) is not None and r.get("alex_jacks") is not None
+                and r.get("alex_clubs") is not None]
         if not have:
             continue
         for jacks in range(5):
@@ -471,10 +532,11 @@ def analyze_batches(folders: Sequence[str | os.PathLike[str]], out: str | os.Pat
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise write_error(out_dir, exc) from None
-    figure = _figure(rows, out_dir / FIGURE, paper)
+    # every number first, the files after: a failure leaves no figure behind
     table16 = _table16(rows, max_depth, min_leaf)
     paper_cmp = _paper_comparison(rows, paper) if paper else None
     paper_t16 = _paper_table16(rows, paper)
+    figure = _figure(rows, out_dir / FIGURE, paper)
     names = [str(f) for f in folders]
     write_text_atomic(out_dir / TABLE_MD, _markdown(rows, table16, figure, names, max_depth,
                                                     min_leaf, paper_cmp, paper_t16))

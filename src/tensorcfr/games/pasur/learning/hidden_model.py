@@ -64,7 +64,7 @@ from tensorcfr.utils.io import atomic_path, write_json_atomic
 
 __all__ = ["DEFAULT_MODEL_DIR", "FEATURE_COLUMNS", "FEATURE_SET", "HiddenModel",
            "HiddenModelAgent", "TrainHiddenSettings", "TrainProgress", "decision_rows",
-           "load_hidden_model",
+           "load_hidden_model", "load_rows_checkpoint",
            "run_train_hidden"]
 
 MODEL_FORMAT = "tensorcfr-pasur-hidden-model"
@@ -173,6 +173,12 @@ class HiddenModel:
         return np.asarray(self.booster.inplace_predict(rows), dtype=np.float32)
 
 
+MAX_MANIFEST_BYTES = 4 * 2**20
+"""Largest model manifest read (a few KiB are written)."""
+MAX_MODEL_BYTES = 2 * 2**30
+"""Largest XGBoost model file read."""
+
+
 def _train_command_hint() -> str:
     return "train one with `tensorcfr pasur train-hidden --games N --out DIR`"
 
@@ -187,37 +193,45 @@ def load_hidden_model(path: str | os.PathLike[str] | None = None, threads: int =
     """
     folder = DEFAULT_MODEL_DIR if path is None else Path(path)
     mpath = folder / MANIFEST
-    if not folder.is_dir() or not mpath.is_file():
+    if not folder.is_dir() or not os.path.lexists(mpath):
         what = "no hidden-hand model is installed" if path is None else \
             f"{folder} is not a hidden-hand model folder"
         raise TensorCFRError(f"{what}: {_train_command_hint()} and pass --model DIR")
     # every file read is confined to the folder (no "../", no link out of it)
     file_in_folder(folder, MANIFEST, named_by=folder, key="the manifest")
-    try:
-        manifest = json.loads(mpath.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise CorruptFileError(f"{mpath} is not valid JSON ({exc}): "
-                               f"{_train_command_hint()}") from None
+    from tensorcfr.utils.reading import load_json
+
+    manifest = load_json(mpath, "the manifest of a hidden-hand model", MAX_MANIFEST_BYTES)
     if not isinstance(manifest, dict) or manifest.get("format") != MODEL_FORMAT:
         raise CorruptFileError(f"{mpath} is not the manifest of a hidden-hand model: "
                                f"{_train_command_hint()}")
     if manifest.get("version") != MODEL_VERSION:
         raise CorruptFileError(f"{mpath}: unsupported model version "
                                f"{manifest.get('version')!r}: {_train_command_hint()}")
-    features = manifest.get("features") or {}
+    features = manifest.get("features")
+    if not isinstance(features, dict):
+        raise CorruptFileError(f"{mpath}: \"features\" is {features!r:.40}, not the object "
+                               f"of a hidden-hand model: {_train_command_hint()}")
     if features.get("name") != FEATURE_SET or features.get("columns") != FEATURE_COLUMNS:
         raise CorruptFileError(f"{folder} was trained on other features "
-                               f"({features.get('name')!r}): {_train_command_hint()}")
+                               f"({features.get('name')!r:.40}): {_train_command_hint()}")
     model_file = file_in_folder(folder, manifest.get("model_file", MODEL_FILE), named_by=mpath,
                                 key="model_file")
     import xgboost
 
+    from tensorcfr.utils.reading import check_input_file
+
+    check_input_file(model_file, "XGBoost model", MAX_MODEL_BYTES)
     try:
         booster = xgboost.Booster(model_file=str(model_file))
     except xgboost.core.XGBoostError as exc:
         first = (str(exc).strip().splitlines() or ["unreadable"])[0]
         raise CorruptFileError(f"{model_file} is not a readable XGBoost model "
                                f"({first[:120]})") from None
+    if booster.num_features() != NUM_FEATURES:
+        raise CorruptFileError(f"{model_file} is a model of {booster.num_features()} features, "
+                               f"not the {NUM_FEATURES} of {FEATURE_SET}: "
+                               f"{_train_command_hint()}")
     booster.set_param({"nthread": int(threads)})
     return HiddenModel(booster=booster, manifest=manifest, path=folder)
 
@@ -293,25 +307,38 @@ class TrainHiddenSettings:
     device: str = "cpu"
 
     def __post_init__(self) -> None:
-        if self.games < 1:
-            raise TensorCFRError(f"--games must be at least 1, got {self.games}")
+        from tensorcfr.utils.checks import MAX_SEED, check_int_range
+
+        check_int_range(self.games, "--games", 1, MAX_TRAIN_GAMES,
+                        why="each game is solved exactly")
         if self.teacher not in TEACHERS:
             raise TensorCFRError(f"--teacher must be one of {', '.join(TEACHERS)}, got "
                                  f"{self.teacher!r}")
         if self.threads < 1:
             raise TensorCFRError(f"--threads must be at least 1, got {self.threads}")
-        if self.determinizations < 1:
-            raise TensorCFRError(f"the number of determinizations K must be at least 1, got "
-                                 f"{self.determinizations}")
-        if self.rounds < 1:
-            raise TensorCFRError(f"--rounds must be at least 1, got {self.rounds}")
-        if self.max_depth < 1:
-            raise TensorCFRError(f"--max-depth must be at least 1, got {self.max_depth}")
-        if not self.eta > 0:
-            raise TensorCFRError(f"--eta must be positive, got {self.eta}")
+        check_int_range(self.seed, "--seed", 0, MAX_SEED - self.games,
+                        why="game i is seeded SEED+i, a 64-bit integer")
+        check_int_range(self.determinizations, "--determinizations", 1, 100_000,
+                        why="draws per play, each an exact solve")
+        check_int_range(self.rounds, "--rounds", 1, MAX_ROUNDS, why="boosting rounds")
+        check_int_range(self.max_depth, "--max-depth", 1, MAX_DEPTH,
+                        why="XGBoost trees of this depth already have 2^30 leaves")
+        if not (isinstance(self.eta, (int, float)) and 0 < self.eta <= 1):
+            raise TensorCFRError(f"--eta must be a learning rate in (0, 1], got {self.eta}")
+        from tensorcfr.utils.device import resolve_device
+
+        resolve_device(self.device, "--device")
         out = Path(self.out)
         if out.exists() and not out.is_dir():
             raise TensorCFRError(f"--out {out} exists and is not a folder")
+
+
+MAX_TRAIN_GAMES = 1_000_000
+"""Most games one ``train-hidden`` run plays (each solved exactly: days of CPU already)."""
+MAX_ROUNDS = 100_000
+"""Most boosting rounds."""
+MAX_DEPTH = 30
+"""Deepest XGBoost tree."""
 
 
 @dataclass(frozen=True)
@@ -372,10 +399,56 @@ def _game_rows(settings: TrainHiddenSettings, game: int) -> tuple[list[list[floa
     return xs, ys
 
 
+def load_rows_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read a ``rows.npz`` checkpoint of ``train-hidden``: ``x`` float32 [N, NUM_FEATURES]
+    (finite), ``y`` float32 [N] (finite), ``game`` int [N] (each in ``0..games-1``),
+    ``games`` (games done) and ``ident`` (teacher|seed|determinizations|feature set).
+
+    Raises :class:`CorruptFileError` (one line naming the file) for a truncated or damaged
+    file, NaN/inf rows, rows of another feature count, or missing arrays.
+    """
+    from tensorcfr.utils.reading import damaged, load_npz
+
+    what = "the rows checkpoint"
+    arrays = load_npz(path, what, required=("x", "y", "game", "games", "ident"))
+    x, y, game = arrays["x"], arrays["y"], arrays["game"]
+    games, ident = arrays["games"], arrays["ident"]
+    if x.ndim != 2 or x.shape[1] != NUM_FEATURES or x.dtype.kind != "f":
+        raise damaged(path, what, f"x has shape {x.shape} ({x.dtype}), expected rows of "
+                      f"{NUM_FEATURES} {FEATURE_SET} features")
+    if y.shape != (x.shape[0],) or y.dtype.kind != "f" or game.shape != (x.shape[0],) \
+            or game.dtype.kind not in "iu":
+        raise damaged(path, what, f"y {y.shape} and game {game.shape} must be one number per "
+                      f"row of x ({x.shape[0]} rows)")
+    if games.shape != () or games.dtype.kind not in "iu" or ident.shape != () \
+            or ident.dtype.kind != "U":
+        raise damaged(path, what, "games must be one integer and ident one text")
+    done = int(games)
+    if not 0 <= done <= MAX_TRAIN_GAMES or (game.size and not (
+            0 <= int(game.min()) and int(game.max()) < done)):
+        raise damaged(path, what, f"games {done} does not cover the rows' game numbers")
+    return {"x": x, "y": y, "game": game, "games": done, "ident": str(ident)}
+
+
+def _ident_difference(saved: str, settings: TrainHiddenSettings) -> str:
+    """The option in which a saved checkpoint's ident differs from ``settings``."""
+    names = ("--teacher", "--seed", "--determinizations", "the feature set")
+    mine = [settings.teacher, str(settings.seed), str(settings.determinizations), FEATURE_SET]
+    theirs = saved.split("|")
+    for name, a, b in zip(names, mine, theirs + [""] * len(names)):
+        if a != b:
+            return f"{name} {a} (the saved rows used {b or 'none'})"
+    return "other options"
+
+
 def _collect_rows(settings: TrainHiddenSettings, on_progress: Callable[[TrainProgress], None]
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Rows, targets and game numbers of ``settings.games`` games; resumes from and writes
-    the ``rows.npz`` checkpoint of the out folder."""
+    the ``rows.npz`` checkpoint of the out folder (a checkpoint of other options is refused,
+    naming the option). SIGINT / SIGTERM stop between two games: the rows so far are saved
+    and :class:`~tensorcfr.errors.InterruptedRun` says where."""
+    from tensorcfr.utils.interrupts import deferred_stop, interrupted
+
     out = Path(settings.out)
     checkpoint = out / ROWS_CHECKPOINT
     ident = f"{settings.teacher}|{settings.seed}|{settings.determinizations}|{FEATURE_SET}"
@@ -383,33 +456,48 @@ def _collect_rows(settings: TrainHiddenSettings, on_progress: Callable[[TrainPro
     ys: list[np.ndarray] = []
     gs: list[np.ndarray] = []
     done = 0
-    if checkpoint.is_file():
-        try:
-            with np.load(checkpoint) as saved:
-                if str(saved["ident"]) == ident:
-                    done = min(int(saved["games"]), settings.games)
-                    keep = saved["game"] < done
-                    xs.append(saved["x"][keep])
-                    ys.append(saved["y"][keep])
-                    gs.append(saved["game"][keep])
-        except (OSError, ValueError, KeyError):
-            done = 0  # an unreadable checkpoint: start again
-            xs, ys, gs = [], [], []
+    if os.path.lexists(checkpoint):
+        saved = load_rows_checkpoint(checkpoint)
+        if saved["ident"] != ident:
+            raise TensorCFRError(
+                f"{checkpoint} holds the rows of a run with other options: "
+                f"{_ident_difference(saved['ident'], settings)}; give the same options to "
+                "continue it, or another --out")
+        done = min(saved["games"], settings.games)
+        keep = saved["game"] < done
+        xs.append(saved["x"][keep])
+        ys.append(saved["y"][keep])
+        gs.append(saved["game"][keep])
     on_progress(TrainProgress("games", done, settings.games))
+
+    def save(games_done: int) -> None:
+        out.mkdir(parents=True, exist_ok=True)
+        with atomic_path(checkpoint) as tmp:
+            with open(tmp, "wb") as fh:
+                np.savez(fh, x=np.concatenate(xs) if xs else np.zeros((0, NUM_FEATURES),
+                                                                       np.float32),
+                         y=np.concatenate(ys) if ys else np.zeros(0, np.float32),
+                         game=np.concatenate(gs) if gs else np.zeros(0, np.int32),
+                         games=games_done, ident=ident)
+
     last_save = time.perf_counter()
-    for game in range(done, settings.games):
-        x, y = _game_rows(settings, game)
-        xs.append(np.asarray(x, dtype=np.float32).reshape(-1, NUM_FEATURES))
-        ys.append(np.asarray(y, dtype=np.float32))
-        gs.append(np.full(len(y), game, dtype=np.int32))
-        on_progress(TrainProgress("games", game + 1, settings.games))
-        if time.perf_counter() - last_save > 30 or game + 1 == settings.games:
-            out.mkdir(parents=True, exist_ok=True)
-            with atomic_path(checkpoint) as tmp:
-                with open(tmp, "wb") as fh:
-                    np.savez(fh, x=np.concatenate(xs), y=np.concatenate(ys),
-                             game=np.concatenate(gs), games=game + 1, ident=ident)
-            last_save = time.perf_counter()
+    with deferred_stop() as stop:
+        for game in range(done, settings.games):
+            x, y = _game_rows(settings, game)
+            xs.append(np.asarray(x, dtype=np.float32).reshape(-1, NUM_FEATURES))
+            ys.append(np.asarray(y, dtype=np.float32))
+            gs.append(np.full(len(y), game, dtype=np.int32))
+            on_progress(TrainProgress("games", game + 1, settings.games))
+            if stop.requested:
+                save(game + 1)
+                raise interrupted(stop, f"the rows of {game + 1:,} of {settings.games:,} games "
+                                  f"are in {checkpoint}; run the same command to continue")
+            if time.perf_counter() - last_save > 30 or game + 1 == settings.games:
+                save(game + 1)
+                last_save = time.perf_counter()
+    if not xs:
+        return (np.zeros((0, NUM_FEATURES), np.float32), np.zeros(0, np.float32),
+                np.zeros(0, np.int32))
     return np.concatenate(xs), np.concatenate(ys), np.concatenate(gs)
 
 

@@ -121,25 +121,29 @@ def load_policy_model(path: str | os.PathLike[str], threads: int = 1) -> PolicyM
                              "`tensorcfr pasur train`)")
     # every file read is confined to the folder (no "../", no link out of it)
     mpath = file_in_folder(folder, MANIFEST, named_by=folder, key="the manifest")
-    if not mpath.is_file():
+    if not os.path.lexists(mpath):
         raise CorruptFileError(f"{mpath} is missing: {folder} is not a policy model folder")
-    try:
-        manifest = json.loads(mpath.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise CorruptFileError(f"{mpath} is not valid JSON: {exc}") from None
+    from tensorcfr.utils.reading import load_json
+
+    manifest = load_json(mpath, "the manifest of a policy model", 4 * 2**20)
     if not isinstance(manifest, dict) or manifest.get("format") != MODEL_FORMAT:
         raise CorruptFileError(f"{mpath} is not the manifest of a tensorcfr policy model")
     if manifest.get("version") != MODEL_VERSION:
         raise CorruptFileError(f"{mpath}: unsupported model version {manifest.get('version')!r}")
-    features = manifest.get("features") or {}
+    features = manifest.get("features")
+    if not isinstance(features, dict):
+        raise CorruptFileError(f"{mpath}: \"features\" is {features!r:.40}, not the object of "
+                               "a policy model")
     if features.get("name") != FEATURE_SET or features.get("columns") != FEATURE_COLUMNS:
         raise CorruptFileError(
-            f"{folder} was trained on other features ({features.get('name')!r}); this version "
+            f"{folder} was trained on other features ({features.get('name')!r:.40}); this "
+            "version "
             f"of tensorcfr plays with {FEATURE_SET!r}: retrain it with `tensorcfr pasur train`")
     model_file = file_in_folder(folder, manifest.get("model_file", MODEL_FILE), named_by=mpath,
                                 key="model_file")
-    if not model_file.is_file():
-        raise CorruptFileError(f"{model_file} is missing")
+    from tensorcfr.utils.reading import check_input_file
+
+    check_input_file(model_file, "XGBoost model", 2 * 2**30)
     import xgboost
 
     try:
