@@ -163,3 +163,128 @@ def test_training_on_cuda_gives_finite_simplex_columns(tmp_path) -> None:
                                                 device="cuda")).to_dict()
     assert result["device"].startswith("cuda")
     assert load_embedding(tmp_path / "phi.npz").meta["device"].startswith("cuda")
+
+
+# ------------------------------------------- Phi that keeps the clustering (issue 28, part 3)
+TEACHER_BUDGET = TrainingBudget(max_epochs=60, batch=16, lr=3e-3, patience=15, lr_patience=6,
+                                holdout=0.0)
+
+
+@pytest.mark.parametrize("kwargs", [{"objective": "distill"},
+                                    {"objective": "distortion", "target": "emd"},
+                                    {"objective": "distortion", "target": "wtl"},
+                                    {"objective": "mse", "target": "emd"}])
+def test_teacher_variants_train_to_simplex_columns_and_record_themselves(kwargs) -> None:
+    emb = train_embedding(SMALL, 4, 3, hidden=16, budget=TEACHER_BUDGET, **kwargs)
+    assert emb.phi[1].shape == (4, 30) and emb.phi[2].shape == (3, 90)
+    for phi in emb.phi.values():
+        assert phi.dtype == np.float32 and np.isfinite(phi).all() and (phi >= 0).all()
+        assert np.allclose(phi.sum(0), 1.0, atol=1e-5)
+    meta = emb.meta
+    assert meta["objective"] == kwargs["objective"]
+    # every fit term is below its constant predictor's (distortion: the expected distance
+    # to 4 / 3 centres, which even k-means does not take far below the distance to the mean
+    # on this tiny deck in a few epochs)
+    ratio = 0.9 if kwargs["objective"] == "distortion" else 0.5
+    for r in ROUNDS:
+        assert meta["loss"][r] <= ratio * meta["target_variance"][r], (kwargs, r, meta["loss"])
+    if kwargs.get("target") == "emd" or kwargs["objective"] == "distill":
+        assert meta["teacher"]["method"] == "paemd" and meta["teacher"]["source"] == "built"
+        assert set(meta["partition_distortion"]) == set(ROUNDS)
+    json.dumps(meta)
+
+
+def test_distillation_matches_the_teachers_partition_better_than_chance() -> None:
+    from tensorcfr.games.numeral211.abstractions import build_abstraction, class_sizes
+    from tensorcfr.games.numeral211.phi_teacher import (build_teacher, partition_distortion,
+                                                        teacher_assignment)
+
+    bmap = build_abstraction(SMALL, "paemd", 4, 3, seed=1)
+    emb = train_embedding(SMALL, 4, 3, hidden=16, budget=TEACHER_BUDGET, objective="distill",
+                          teacher=bmap, teacher_temperature=0.1)
+    teacher = build_teacher(SMALL, 4, 3, bmap=bmap)
+    for r in (1, 2):
+        sizes = class_sizes(SMALL, r)
+        labels = bmap.labels[r]
+        agree = float(sizes[emb.phi[r].argmax(0) == labels].sum() / sizes.sum())
+        chance = float(((np.bincount(labels, weights=sizes) / sizes.sum()) ** 2).sum())
+        assert agree == pytest.approx(emb.meta["teacher_agreement"][f"round_{r}"])
+        assert agree >= 0.75 and agree > chance + 0.3, (r, agree, chance)
+        # the columns themselves are close to the teacher's soft ones
+        target = teacher_assignment(SMALL, teacher, r, 0.1).T
+        assert np.abs(emb.phi[r] - target).sum(0).mean() < 0.5 * np.abs(
+            target.mean(1, keepdims=True) - target).sum(0).mean()
+        # and its hard partition keeps more of the teacher's geometry than a random one
+        random_labels = np.random.default_rng(r).integers(0, labels.max() + 1, len(labels))
+        random_cost = partition_distortion(teacher.features[r], teacher.dim_weights[r],
+                                           random_labels, sizes)
+        assert emb.meta["partition_distortion"][f"round_{r}"] < random_cost
+
+
+def test_partition_distortion_is_the_kmeans_cost() -> None:
+    from tensorcfr.games.numeral211.phi_teacher import partition_distortion
+
+    x = np.array([[0.0], [2.0], [10.0], [14.0]])
+    w = np.array([1.0, 1.0, 1.0, 3.0])
+    # parts {0, 2} (centre 1) and {10, 14 x 3} (centre 13): distances 1, 1, 3, 1 x 3
+    assert partition_distortion(x, np.ones(1), np.array([5, 5, 7, 7]), w) == pytest.approx(
+        (1 + 1 + 3 + 3) / 6)
+    assert partition_distortion(x, np.array([2.0]), np.array([0, 0, 1, 1]), w) == \
+        pytest.approx(2 * 8 / 6)
+    assert partition_distortion(x, np.ones(1), np.arange(4), w) == 0.0
+
+
+def test_teacher_options_refuse_bad_values(tmp_path) -> None:
+    from tensorcfr.games.numeral211.abstractions import build_abstraction
+
+    with pytest.raises(TensorCFRError, match="--objective"):
+        train_embedding(SMALL, 4, 3, objective="kmeans")
+    with pytest.raises(TensorCFRError, match="--teacher-temperature"):
+        train_embedding(SMALL, 4, 3, objective="distill", teacher_temperature=0.0)
+    with pytest.raises(TensorCFRError, match="--flop 4 --turn 3"):
+        train_embedding(SMALL, 4, 5, objective="distill")  # the teacher has 3 turn buckets
+    other = build_abstraction(GameConfig(ranks="TA", suits=3), "paemd", 2, 2)
+    with pytest.raises(TensorCFRError, match="bucket map"):
+        train_embedding(SMALL, 2, 2, objective="distill", teacher=other)
+    classes = build_abstraction(SMALL, "ehs", 4, 3)
+    classes.method = "classes"
+    with pytest.raises(TensorCFRError, match="cannot teach"):
+        train_embedding(SMALL, 4, 3, objective="distill", teacher=classes)
+    for kwargs, message in (({"objective": "lasso"}, "--objective"),
+                            ({"teacher_temperature": -1.0}, "--teacher-temperature"),
+                            ({"teacher": "map.npz"}, "--teacher")):
+        with pytest.raises(TensorCFRError, match=message):
+            EmbedSettings(out=str(tmp_path / "x.npz"), **kwargs)
+
+
+def test_cli_embed_distill_json_names_the_teacher(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    teacher = tmp_path / "paemd.npz"
+    base = [sys.executable, "-m", "tensorcfr.cli.main", "numeral211"]
+    game = ["--ranks", "9TA", "--suits", "2", "--flop", "4", "--turn", "3"]
+    proc = subprocess.run(base + ["abstract", "--method", "paemd", *game, "--out",
+                                  str(teacher)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    out = tmp_path / "phi.npz"
+    embed = base + ["embed", *game, "--hidden", "16", "--out", str(out)]
+    proc = subprocess.run(embed + ["--max-epochs", "3", "--objective", "distill", "--teacher",
+                                   str(teacher), "--teacher-temperature", "0.2", "--json"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["objective"] == "distill" and result["teacher_temperature"] == 0.2
+    assert result["teacher"]["method"] == "paemd"
+    assert result["teacher"]["source"] == str(teacher.resolve())
+    assert result["target"] == "teacher assignment"
+    for key in ("partition_distortion", "teacher_agreement", "heldout_loss"):
+        assert set(result[key]) == set(ROUNDS), key
+    assert load_embedding(out).meta["objective"] == "distill"
+    for extra, message in ((["--objective", "knn"], "--objective"),
+                           (["--teacher", str(teacher)], "--teacher"),
+                           (["--objective", "distill", "--teacher", str(tmp_path / "no.npz")],
+                            "does not exist")):
+        proc = subprocess.run(embed + extra, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 2, (extra, proc.stderr)
+        assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1

@@ -120,7 +120,20 @@ def embed_command(
                             "HandEbdNet (suit-plane convolution, 500 hidden)."),
     target: str = typer.Option("wtl", "--target", help="wtl: (win, tie, lose) at this and "
                                "earlier rounds; ehs: equities only; hist: the equity "
-                               "histogram over the remaining cards."),
+                               "histogram over the remaining cards; emd: the teacher "
+                               "clustering's features (PaEmd: flop histograms whose weighted "
+                               "L1 is the EMD, turn equity)."),
+    objective: str = typer.Option("mse", "--objective", help="mse: the head's squared error "
+                                  "(the paper's); distortion: the expected distance of the "
+                                  "target to the advisors' centres under Phi (soft k-means); "
+                                  "distill: KL from the teacher's soft assignment."),
+    teacher: Optional[str] = typer.Option(None, "--teacher", help="Bucket map (.npz of "
+                                          "`numeral211 abstract`) for --target emd / "
+                                          "--objective distill (default: PaEmd built with "
+                                          "--flop/--turn/--seed)."),
+    teacher_temperature: float = typer.Option(0.5, "--teacher-temperature", help="distill: "
+                                              "temperature of the teacher's soft assignment "
+                                              "(unit: its mean distance to the own centre)."),
     hidden: Optional[int] = typer.Option(None, "--hidden", help="Hidden units (default: "
                                          "256 for mlp, 500 for conv)."),
     epochs: int = typer.Option(400, "--max-epochs", "--epochs", help="Most training epochs "
@@ -158,7 +171,8 @@ def embed_command(
                              holdout=holdout, patience=patience, seed=seed, balance=balance,
                              sharpness=sharpness, temperature=temperature,
                              anneal_epochs=anneal_epochs, game=game_config(ranks, suits),
-                             threads=threads, device=device)
+                             threads=threads, device=device, objective=objective,
+                             teacher=teacher, teacher_temperature=teacher_temperature)
     with _status("training HandEbdNet", as_json) as status:
         def progress(r: int, epoch: int, loss: float) -> None:
             if status is not None:
@@ -177,5 +191,12 @@ def embed_command(
         f"{meta['advisors_used'][f'round_{r}']} advisors used, top1 mean "
         f"{meta['top1_mean'][f'round_{r}']:.2f}, {meta['epochs_run'][f'round_{r}']} epochs"
         for r, m in ((1, flop), (2, turn)))
-    err_console.print(f"HandEbdNet {net} ({target}): {rounds}; {meta['seconds']:.1f} s -> "
-                      f"{trained.out}", highlight=False, soft_wrap=True)
+    kept = meta.get("partition_distortion")
+    if kept:
+        teacher_meta = meta["teacher"]
+        rounds += "; largest-entry partition's distortion in the teacher's distance " + ", ".join(
+            f"{kept[k]:.4g} (teacher {teacher_meta['method']} "
+            f"{teacher_meta['distortion'][k]:.4g})" for k in kept)
+    err_console.print(f"HandEbdNet {net} ({meta['target']}, {objective}): {rounds}; "
+                      f"{meta['seconds']:.1f} s -> {trained.out}", highlight=False,
+                      soft_wrap=True)

@@ -20,10 +20,28 @@ networks (``net``):
 Targets (``target``): ``"wtl"`` the (win, tie, lose) probabilities of the class at its own
 round and every earlier round (3 (r + 1) numbers, the k-recall winrate features), ``"ehs"``
 the equities only (r + 1 numbers), ``"hist"`` the class's equity histogram (its turn equity
-over the remaining public cards in 10 equal-width bins, plus its own equity).
+over the remaining public cards in 10 equal-width bins, plus its own equity), ``"emd"`` the
+features a *teacher* clustering ran on (:mod:`.phi_teacher`, PaEmd by default: the flop's
+cumulative histogram over the turn clusters, whose weighted L1 distance is the exact EMD;
+the turn's equity).
+
+Objectives (``objective``, the fit term of the loss; Phi keeps the paper's form, a softmax
+over m advisors, in all three):
+
+* ``"mse"`` (the paper's): the squared error of the head's prediction ``W phi + b``;
+* ``"distortion"``: the *expected* distance under Phi, ``sum_p phi_p d(y, c_p)``, with the
+  head's columns ``c_p = W[:, p] + b`` as the advisors' centres (seeded by k-means++ on the
+  targets) and ``d`` the target's own distance (weighted L1 = the EMD for ``"emd"``, squared
+  Euclidean otherwise): soft k-means by gradient descent.  Unlike the MSE of the mixture it
+  cannot be lowered by mixing advisors (by Jensen it is at least the MSE), so a class's
+  column goes to the advisors whose centre is near its target;
+* ``"distill"``: the Kullback-Leibler divergence ``KL(t || phi)`` of Phi's column from the
+  teacher's soft assignment ``t`` (softmax of minus the distances to the teacher's centres
+  at ``teacher_temperature``, :func:`~.phi_teacher.teacher_assignment`); advisors = the
+  teacher's buckets, the head is not used.
 
 Training (:func:`train_embedding`, one :class:`TrainingBudget` for every variant): Adam on
-the weighted mean squared error (summed over the target's entries), plus optionally
+the weighted fit term (above; each class weighted by its infosets), plus optionally
 ``balance * (log m - entropy of the mean advisor usage)`` (keeps advisors in use) and
 ``sharpness * mean column entropy`` (pushes each column of Phi towards one-hot); a seeded
 part of the classes (``holdout`` of the infosets) is held out, the learning rate is halved
@@ -32,7 +50,11 @@ network) when it has not improved for ``patience`` epochs or at ``max_epochs``. 
 the diagnostics (:class:`RoundDiagnostics`): final weighted loss over all classes, the
 variance of the targets (the loss of predicting their weighted mean), advisors in use, the
 mean largest entry of Phi's columns, epochs, and whether the training counts as *trained*
-(loss <= :data:`TRAINED_RATIO` x variance).
+(loss <= :data:`TRAINED_RATIO` x variance); all in the objective's own terms (for
+``"distortion"`` the variance is the distance to the targets' weighted mean, for
+``"distill"`` the divergence from the teacher's mean column).  With a teacher the meta also
+records each round's ``partition_distortion`` (Phi cut to its largest entry, measured in the
+teacher's space by :func:`~.phi_teacher.partition_distortion`) next to the teacher's own.
 
 Files (:func:`save_embedding` / :func:`load_embedding`): NPZ with ``phi_<r>`` float32
 [m_r, C_r] for r = 1, 2 and ``meta`` (JSON: format ``tensorcfr-embedding``, game parameters,
@@ -60,16 +82,29 @@ from tensorcfr.games.numeral211.abstractions import (class_representatives, clas
                                                       round_wtl)
 from tensorcfr.games.numeral211.config import GameConfig, hand_cards
 from tensorcfr.games.numeral211.isomorphism import isomorphism
+from tensorcfr.games.numeral211.phi_teacher import (Teacher, build_teacher,
+                                                    partition_distortion, teacher_assignment)
 from tensorcfr.utils.io import atomic_path
 
 __all__ = ["HandEbdNet", "HandEbdConvNet", "EmbeddingFile", "TrainingBudget",
            "RoundDiagnostics", "class_inputs", "class_planes", "class_targets",
            "train_embedding", "save_embedding", "load_embedding",
-           "phi_diagnostics", "EMBEDDING_FORMAT", "TARGETS", "NETS", "TRAINED_RATIO",
-           "DEFAULT_HIDDEN"]
+           "phi_diagnostics", "EMBEDDING_FORMAT", "TARGETS", "NETS", "OBJECTIVES",
+           "TRAINED_RATIO", "DEFAULT_HIDDEN", "DEFAULT_TEACHER_TEMPERATURE"]
 
 EMBEDDING_FORMAT = "tensorcfr-embedding"
-TARGETS = ("wtl", "ehs", "hist")
+TARGETS = ("wtl", "ehs", "hist", "emd")
+OBJECTIVES = ("mse", "distortion", "distill")
+"""Fit terms of the training loss (see the module docstring); ``"mse"`` is the paper's."""
+DEFAULT_TEACHER_TEMPERATURE = 0.5
+"""Temperature of the teacher's soft assignment that ``"distill"`` fits (unit: the teacher's
+mean distance to the own centre, as in :mod:`.soft_clustering`)."""
+CENTRE_WARMUP_EPOCHS = 20
+DISTORTION_TEMPERATURE = 0.1
+"""``"distortion"``: temperature of the mixture likelihood it trains on (unit: the mean
+distance of a class to its nearest seed centre)."""
+"""``"distortion"``: epochs during which the centres stay at their seeds (the encoder
+learns the assignment first); the learning-rate schedule and early stopping start after."""
 NETS = ("mlp", "conv")
 DEFAULT_HIDDEN = {"mlp": 256, "conv": 500}
 """Hidden size per network when none is given (conv: the paper's 500-long vector)."""
@@ -160,10 +195,17 @@ def class_planes(config: GameConfig, r: int) -> np.ndarray:
     return np.ascontiguousarray(x[:, :r + 1].transpose(0, 1, 3, 2))
 
 
-def class_targets(config: GameConfig, r: int, target: str = "wtl") -> np.ndarray:
-    """[C_r, T] float32: the strength target of each class (own round first)."""
+def class_targets(config: GameConfig, r: int, target: str = "wtl",
+                  teacher: Teacher | None = None) -> np.ndarray:
+    """[C_r, T] float32: the strength target of each class (own round first); ``"emd"``
+    needs the ``teacher`` whose clustering features it is."""
     if target not in TARGETS:
         raise TensorCFRError(f"unknown --target {target!r}: choose one of {', '.join(TARGETS)}")
+    if target == "emd":
+        if teacher is None:
+            raise TensorCFRError("the emd target is a teacher clustering's features: give a "
+                                 "teacher")
+        return teacher.features[r].astype(np.float32)
     b, h = class_representatives(config, r)
     if target == "hist":
         from tensorcfr.games.numeral211.abstractions import _roll_back, round_equity
@@ -275,17 +317,89 @@ def phi_diagnostics(phi: np.ndarray) -> tuple[int, float]:
     return int(len(np.unique(phi.argmax(0)))), float(phi.max(0).mean())
 
 
+@dataclass(frozen=True)
+class FitTerm:
+    """The fit term of the training loss: ``objective`` (one of :data:`OBJECTIVES`) and the
+    per-entry weights ``dim_weights`` [T] of the target's distance (ones except for the
+    ``"emd"`` target, whose weighted L1 is the EMD); ``l1``: the distance is the weighted L1
+    (``"emd"``), else the weighted squared Euclidean."""
+
+    objective: str = "mse"
+    dim_weights: torch.Tensor | None = None
+    l1: bool = False
+    scale: float = 1.0
+    """``"distortion"``: the unit of its training temperature (set by :func:`_train_round`
+    to the mean distance of a class to its nearest seed centre)."""
+
+    def loss(self, net: HandEbdNet, phi: torch.Tensor, y: torch.Tensor,
+             w: torch.Tensor, *, training: bool = False) -> torch.Tensor:
+        """The ``w``-weighted mean over rows of the fit term of columns ``phi`` [n, m] against
+        targets ``y`` [n, T] (for ``"distill"``, the teacher's columns [n, m]).
+
+        ``"distortion"`` reports the expected distance ``sum_p phi_p d(y, c_p)`` and, with
+        ``training``, trains on its smooth version ``-t log sum_p phi_p exp(-d(y, c_p) /
+        t)`` (t = :data:`DISTORTION_TEMPERATURE` x ``scale``): the negative log-likelihood
+        of a mixture with weights phi and components ``exp(-d / t)`` around the centres,
+        whose gradient in the logits (phi minus the posterior) does not vanish when a
+        column has saturated on a far advisor, as the expected distance's does; as t -> 0
+        it tends to the distance of the nearest advisor in use."""
+        if self.objective == "distill":
+            return self._weighted(_kl_rows(y, phi), w)
+        if self.objective == "distortion":
+            centres = net.head.weight.T + net.head.bias  # [m, T]
+            d = self.distances(y, centres)
+            if training:
+                t = DISTORTION_TEMPERATURE * self.scale
+                return self._weighted(-t * torch.logsumexp(
+                    phi.clamp_min(1e-30).log() - d / t, dim=1), w)
+            return self._weighted((phi * d).sum(1), w)
+        return self._weighted(self.distances(y, net.head(phi), pairwise=False), w)
+
+    def constant_loss(self, y: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        """The fit term of the best-known constant: the targets' weighted mean (for
+        ``"distill"`` the teacher's mean column), i.e. the loss of a Phi that ignores the
+        cards ("target variance")."""
+        mean = (y * w[:, None]).sum(0) / w.sum()
+        if self.objective == "distill":
+            return self._weighted(_kl_rows(y, mean.expand_as(y)), w)
+        return self._weighted(self.distances(y, mean.expand_as(y), pairwise=False), w)
+
+    def distances(self, y: torch.Tensor, c: torch.Tensor, *,
+                  pairwise: bool = True) -> torch.Tensor:
+        """Distances between targets ``y`` [n, T] and ``c``: pairwise to centres [m, T] ->
+        [n, m], or row by row to [n, T] -> [n]."""
+        dw = self.dim_weights if self.dim_weights is not None else torch.ones(
+            y.shape[1], dtype=y.dtype, device=y.device)
+        if not pairwise:
+            diff = (y - c).abs() if self.l1 else (y - c) ** 2
+            return (diff * dw).sum(1)
+        if self.l1:  # sum_i dw_i |y_i - c_i| = || dw y - dw c ||_1
+            return torch.cdist(y * dw, c * dw, p=1.0)
+        root = dw.sqrt()
+        a, b = y * root, c * root
+        return ((a * a).sum(1, keepdim=True) - 2 * a @ b.T + (b * b).sum(1)).clamp_min(0)
+
+    @staticmethod
+    def _weighted(values: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        return (values * w).sum() / w.sum()
+
+
+def _kl_rows(t: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+    """[n]: KL(t_j || q_j) per row of two row-stochastic [n, m] tensors (0 log 0 = 0)."""
+    return (t * (t.clamp_min(1e-30).log() - q.clamp_min(1e-30).log())).sum(1)
+
+
 def _weighted_mse(pred: torch.Tensor, y: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     """Weighted mean over rows of the squared error summed over columns."""
     return (((pred - y) ** 2).sum(1) * w).sum() / w.sum()
 
 
 def _objective(net: HandEbdNet, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor,
-               balance: float, sharpness: float) -> torch.Tensor:
-    """The training objective on a set of classes: weighted MSE + the optional usage balance
-    and column-entropy terms."""
+               balance: float, sharpness: float, fit: FitTerm | None = None) -> torch.Tensor:
+    """The training objective on a set of classes: the fit term (default: weighted MSE) +
+    the optional usage balance and column-entropy terms."""
     phi = net.embed(x)
-    loss = _weighted_mse(net.head(phi), y, w)
+    loss = (fit or FitTerm()).loss(net, phi, y, w, training=True)
     if balance > 0:
         usage = (phi * w[:, None]).sum(0) / w.sum()
         entropy = -(usage * usage.clamp_min(1e-12).log()).sum()
@@ -294,6 +408,27 @@ def _objective(net: HandEbdNet, x: torch.Tensor, y: torch.Tensor, w: torch.Tenso
         column_entropy = -(phi * phi.clamp_min(1e-12).log()).sum(1)
         loss = loss + sharpness * (column_entropy * w).sum() / w.sum()
     return loss
+
+
+def _seed_centres(fit: FitTerm, y: torch.Tensor, w: torch.Tensor, m: int,
+                  gen: torch.Generator) -> torch.Tensor:
+    """[m, T]: k-means++ seeding on the targets ``y`` [n, T] (weights ``w``, the fit term's
+    distance), the ``"distortion"`` objective's initial centres; draws from ``gen``."""
+    y_cpu, w_cpu = y.detach().cpu().double(), w.detach().cpu().double()
+    fit_cpu = FitTerm(fit.objective, None if fit.dim_weights is None
+                      else fit.dim_weights.detach().cpu().double(), fit.l1)
+    first = int(torch.multinomial(w_cpu / w_cpu.sum(), 1, generator=gen))
+    chosen = [first]
+    nearest = fit_cpu.distances(y_cpu, y_cpu[first:first + 1])[:, 0]
+    for _ in range(1, m):
+        mass = nearest * w_cpu
+        if not float(mass.sum()) > 0:  # every target is already a centre: repeat one
+            chosen.append(chosen[-1])
+            continue
+        nxt = int(torch.multinomial(mass / mass.sum(), 1, generator=gen))
+        chosen.append(nxt)
+        nearest = torch.minimum(nearest, fit_cpu.distances(y_cpu, y_cpu[nxt:nxt + 1])[:, 0])
+    return y[torch.as_tensor(chosen, device=y.device)]
 
 
 def _holdout_mask(weights: np.ndarray, fraction: float, seed: int) -> np.ndarray:
@@ -313,9 +448,10 @@ def _holdout_mask(weights: np.ndarray, fraction: float, seed: int) -> np.ndarray
 def _train_round(net: HandEbdNet, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor,
                  budget: TrainingBudget, *, balance: float, sharpness: float, seed: int,
                  progress: Callable[[int, float], None], temperature: float = 1.0,
-                 anneal_epochs: int = 0) -> RoundDiagnostics:
+                 anneal_epochs: int = 0, fit: FitTerm | None = None) -> RoundDiagnostics:
     """Train ``net`` on one round's classes (inputs ``x`` [C, ...], targets ``y`` [C, T],
-    multiplicities ``w`` [C]) under ``budget``; returns its diagnostics.  With
+    multiplicities ``w`` [C]) under ``budget`` with the fit term ``fit`` (default: the
+    paper's MSE); returns its diagnostics.  With
     ``temperature`` < 1 the softmax temperature falls geometrically from 1 to it over the
     first ``anneal_epochs`` epochs; the learning-rate schedule and early stopping start
     once it is reached.
@@ -324,22 +460,40 @@ def _train_round(net: HandEbdNet, x: torch.Tensor, y: torch.Tensor, w: torch.Ten
     tensors live there, the shuffles are drawn by a seeded CPU generator and moved there (so
     a CPU run is bitwise the same as before devices), and the epoch's training objective is
     summed on the device and read once per epoch (no sync per mini-batch)."""
+    fit = fit or FitTerm()
     anneal = anneal_epochs if temperature != 1.0 else 0
+    # "distortion": the centres stay at their k-means++ seeds while the encoder learns the
+    # assignment (trained together from the start, every centre is pulled to the mean of
+    # the near-uniform first columns and they collapse onto one); then both train
+    frozen = min(CENTRE_WARMUP_EPOCHS, budget.max_epochs - 1) \
+        if fit.objective == "distortion" else 0
     device = x.device
     held = torch.as_tensor(_holdout_mask(w.cpu().numpy(), budget.holdout, seed),
                            device=device)
     train_idx = torch.nonzero(~held).reshape(-1)
     held_idx = torch.nonzero(held).reshape(-1)
     watch = held_idx if len(held_idx) else train_idx
-    with torch.no_grad():  # start at the mean: the softmax then only has to explain variation
-        net.head.bias.copy_((y[train_idx] * w[train_idx, None]).sum(0) / w[train_idx].sum())
     gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        if fit.objective == "distortion":  # the head's columns are the centres: k-means++
+            net.head.bias.zero_()
+            seeds = _seed_centres(fit, y[train_idx], w[train_idx], net.head.weight.shape[1],
+                                  gen)
+            net.head.weight.copy_(seeds.T)
+            nearest = fit.distances(y[train_idx], seeds).min(1).values
+            scale = float((nearest * w[train_idx]).sum() / w[train_idx].sum())
+            fit = replace(fit, scale=scale if scale > 0 else 1.0)
+        elif fit.objective == "mse":
+            # start at the mean: the softmax then only has to explain variation
+            net.head.bias.copy_((y[train_idx] * w[train_idx, None]).sum(0)
+                                / w[train_idx].sum())
     opt = torch.optim.Adam(net.parameters(), lr=budget.lr)
     sched = torch.optim.lr_scheduler.ReduceLROnPlateau(
         opt, mode="min", factor=budget.lr_factor, patience=budget.lr_patience,
         threshold=budget.min_delta, min_lr=budget.min_lr)
     best, best_state, best_epoch, waited, epoch = math.inf, None, 0, 0, 0
     for epoch in range(1, budget.max_epochs + 1):
+        net.head.requires_grad_(epoch > frozen)
         if temperature != 1.0:
             net.temperature = temperature ** min(1.0, epoch / anneal) if anneal else temperature
         net.train()
@@ -349,7 +503,7 @@ def _train_round(net: HandEbdNet, x: torch.Tensor, y: torch.Tensor, w: torch.Ten
                             device=device)
         for s in range(0, len(order), budget.batch):
             idx = order[s:s + budget.batch]
-            loss = _objective(net, x[idx], y[idx], w[idx], balance, sharpness)
+            loss = _objective(net, x[idx], y[idx], w[idx], balance, sharpness, fit)
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -357,8 +511,9 @@ def _train_round(net: HandEbdNet, x: torch.Tensor, y: torch.Tensor, w: torch.Ten
         progress(epoch, float(total) / max(1, len(order)))
         net.eval()
         with torch.no_grad():
-            watched = float(_objective(net, x[watch], y[watch], w[watch], balance, sharpness))
-        if epoch < anneal:
+            watched = float(_objective(net, x[watch], y[watch], w[watch], balance, sharpness,
+                                       fit))
+        if epoch < max(anneal, frozen + 1):
             continue
         sched.step(watched)
         if watched < best * (1 - budget.min_delta) or best_state is None:
@@ -373,11 +528,9 @@ def _train_round(net: HandEbdNet, x: torch.Tensor, y: torch.Tensor, w: torch.Ten
     net.eval()
     with torch.no_grad():
         phi = net.embed(x)
-        pred = net.head(phi)
-        loss = float(_weighted_mse(pred, y, w))
-        mean = (y * w[:, None]).sum(0) / w.sum()
-        variance = float(_weighted_mse(mean.expand_as(y), y, w))
-        heldout = float(_weighted_mse(pred[held_idx], y[held_idx], w[held_idx])) \
+        loss = float(fit.loss(net, phi, y, w))
+        variance = float(fit.constant_loss(y, w))
+        heldout = float(fit.loss(net, phi[held_idx], y[held_idx], w[held_idx])) \
             if len(held_idx) else None
     used, top1 = phi_diagnostics(phi.T.cpu().numpy())
     return RoundDiagnostics(loss=loss, target_variance=variance,
@@ -391,7 +544,9 @@ def train_embedding(config: GameConfig, flop: int, turn: int, *, target: str = "
                     batch: int | None = None, lr: float | None = None, seed: int = 0,
                     balance: float = 0.0, sharpness: float = 0.0, net: str = "mlp",
                     budget: TrainingBudget | None = None, temperature: float = 1.0,
-                    anneal_epochs: int = 100,
+                    anneal_epochs: int = 100, objective: str = "mse",
+                    teacher: Any = None, teacher_source: str | None = None,
+                    teacher_temperature: float = DEFAULT_TEACHER_TEMPERATURE,
                     progress: Callable[[int, int, float], None] | None = None,
                     device: torch.device | str = "cpu") -> EmbeddingFile:
     """Train one HandEbdNet per round (flop with ``flop`` advisors, turn with ``turn``) and
@@ -413,6 +568,17 @@ def train_embedding(config: GameConfig, flop: int, turn: int, *, target: str = "
     a one-line :class:`TensorCFRError` when it is not usable here, e.g. cuda without a GPU);
     the initialisation and the shuffles are drawn on the CPU, so a CPU run is reproducible
     bitwise, a GPU run follows the same draws up to the GPU's floating-point rounding.
+
+    ``objective``: the fit term, one of :data:`OBJECTIVES` (module docstring); ``teacher``:
+    the clustering (a :class:`~tensorcfr.abstraction.bucket_map.BucketMap` of this deck,
+    ``teacher_source`` naming its file) that ``target="emd"`` and ``objective="distill"``
+    use, built as PaEmd with ``flop`` / ``turn`` buckets and ``seed`` when they need one and
+    none is given (its buckets must equal ``flop`` / ``turn`` for ``"distill"``);
+    ``teacher_temperature``: the temperature of the soft assignment ``"distill"`` fits
+    (> 0).  With a teacher, ``meta`` adds ``teacher`` (method, params, source, own
+    distortion), ``partition_distortion`` (Phi's largest entry per class as a partition,
+    in the teacher's distance) and for ``"distill"`` ``teacher_agreement`` (infoset
+    fraction whose largest entry is the teacher's bucket).
 
     ``meta`` holds, keyed ``round_1`` / ``round_2``: ``loss``, ``target_variance``,
     ``trained``, ``advisors_used``, ``top1_mean``, ``heldout_loss``, ``epochs_run``,
@@ -442,14 +608,43 @@ def train_embedding(config: GameConfig, flop: int, turn: int, *, target: str = "
             anneal_epochs, int) or not 0 <= anneal_epochs < budget.max_epochs):
         raise TensorCFRError(f"--anneal-epochs must be an integer in [0, max epochs "
                              f"{budget.max_epochs}), got {anneal_epochs!r}")
+    if objective not in OBJECTIVES:
+        raise TensorCFRError(f"unknown --objective {objective!r}: choose one of "
+                             f"{', '.join(OBJECTIVES)}")
+    if not (isinstance(teacher_temperature, (int, float)) and math.isfinite(
+            teacher_temperature) and teacher_temperature > 0):
+        raise TensorCFRError(f"--teacher-temperature must be positive and finite, got "
+                             f"{teacher_temperature!r}")
     dev = resolve_device(device, "device")
     started = time.perf_counter()
+    tutor: Teacher | None = None
+    if teacher is not None or objective == "distill" or target == "emd":
+        tutor = build_teacher(config, flop, turn, bmap=teacher, source=teacher_source,
+                              seed=seed)
+        if objective == "distill" and tutor.buckets != {1: flop, 2: turn}:
+            raise TensorCFRError(
+                f"--objective distill: the teacher has {tutor.buckets[1]} flop and "
+                f"{tutor.buckets[2]} turn buckets; give --flop {tutor.buckets[1]} --turn "
+                f"{tutor.buckets[2]}")
     phi: dict[int, np.ndarray] = {}
     diagnostics: dict[int, RoundDiagnostics] = {}
+    teacher_stats: dict[str, dict[str, float]] = {"partition_distortion": {},
+                                                  "teacher_agreement": {}}
     for r, m in ((1, flop), (2, turn)):
         torch.manual_seed(seed + r)  # the weights are initialised on the CPU, then moved
-        y = torch.as_tensor(class_targets(config, r, target), device=dev)
-        w = torch.as_tensor(class_sizes(config, r), dtype=torch.float32, device=dev)
+        sizes = class_sizes(config, r)
+        if objective == "distill":
+            assert tutor is not None
+            y = torch.as_tensor(teacher_assignment(config, tutor, r, teacher_temperature),
+                                device=dev)
+        else:
+            y = torch.as_tensor(class_targets(config, r, target, tutor), device=dev)
+        fit = FitTerm(objective)
+        if target == "emd" and objective != "distill":
+            assert tutor is not None
+            fit = FitTerm(objective, torch.as_tensor(tutor.dim_weights[r], dtype=y.dtype,
+                                                     device=dev), l1=True)
+        w = torch.as_tensor(sizes, dtype=torch.float32, device=dev)
         if net == "conv":
             x = torch.as_tensor(class_planes(config, r), device=dev)
             model: HandEbdNet = HandEbdConvNet(r + 1, config.suits, len(config.ranks), m,
@@ -466,16 +661,25 @@ def train_embedding(config: GameConfig, flop: int, turn: int, *, target: str = "
         diagnostics[r] = _train_round(model, x, y, w, budget, balance=balance,
                                       sharpness=sharpness, seed=seed + r,
                                       progress=round_progress, temperature=temperature,
-                                      anneal_epochs=anneal_epochs)
+                                      anneal_epochs=anneal_epochs, fit=fit)
         with torch.no_grad():
             phi[r] = model.embed(x).T.cpu().numpy().astype(np.float32)
+        if tutor is not None:
+            top = phi[r].argmax(0)
+            teacher_stats["partition_distortion"][f"round_{r}"] = partition_distortion(
+                tutor.features[r], tutor.dim_weights[r], top, sizes)
+            if objective == "distill":
+                same = top == tutor.bmap.labels[r]
+                teacher_stats["teacher_agreement"][f"round_{r}"] = float(
+                    sizes[same].sum() / sizes.sum())
 
     def per_round(key: str) -> dict[str, Any]:
         return {f"round_{r}": getattr(d, key) for r, d in diagnostics.items()}
 
     meta = {"format": EMBEDDING_FORMAT, "version": 2, "game": config.to_dict(),
             "advisors": {"flop": flop, "turn": turn}, "classes": counts,
-            "target": target, "net": net, "hidden": hidden, "budget": asdict(budget),
+            "target": "teacher assignment" if objective == "distill" else target,
+            "net": net, "hidden": hidden, "budget": asdict(budget),
             "epochs": budget.max_epochs, "batch": budget.batch, "lr": budget.lr,
             "seed": seed, "balance": balance, "sharpness": sharpness,
             "temperature": temperature, "anneal_epochs": anneal_epochs,
@@ -484,6 +688,10 @@ def train_embedding(config: GameConfig, flop: int, turn: int, *, target: str = "
             "advisors_used": per_round("advisors_used"), "top1_mean": per_round("top1_mean"),
             "heldout_loss": per_round("heldout_loss"), "epochs_run": per_round("epochs"),
             "best_epoch": per_round("best_epoch"), "device": str(dev),
+            "objective": objective,
+            "teacher": None if tutor is None else tutor.meta(),
+            "teacher_temperature": teacher_temperature if objective == "distill" else None,
+            **{k: v for k, v in teacher_stats.items() if v},
             "seconds": time.perf_counter() - started}
     return EmbeddingFile(config, phi, meta)
 
@@ -499,13 +707,16 @@ def save_embedding(path: str | os.PathLike[str], emb: EmbeddingFile) -> None:
 
 def load_embedding(path: str | os.PathLike[str]) -> EmbeddingFile:
     """Read an embedding NPZ (:class:`CorruptFileError` on anything else)."""
-    if not os.path.isfile(path):
+    from tensorcfr.utils.reading import check_input_file, strict_json_loads
+
+    if not os.path.lexists(path):
         raise CorruptFileError(f"embedding file {os.fspath(path)!r} does not exist")
+    check_input_file(path, "embedding file")  # a folder, FIFO or device: refused unopened
     try:
         with np.load(path, allow_pickle=False) as data:
             files = {k: data[k] for k in data.files}
-        meta = json.loads(str(files["meta"]))
-        if meta.get("format") != EMBEDDING_FORMAT:
+        meta = strict_json_loads(str(files["meta"]))
+        if not isinstance(meta, dict) or meta.get("format") != EMBEDDING_FORMAT:
             raise ValueError("not an embedding file")
         config = GameConfig.from_dict(meta["game"])
         counts = isomorphism(config).isomorphic_classes()
@@ -516,8 +727,8 @@ def load_embedding(path: str | os.PathLike[str]) -> EmbeddingFile:
                     p < 0).any():
                 raise ValueError(f"phi_{r} has shape {p.shape}, expected [m, {counts[r]}]")
             phi[r] = p
-    except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile, EOFError,
-            json.JSONDecodeError, TensorCFRError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, zipfile.BadZipFile,
+            EOFError, RecursionError, json.JSONDecodeError, TensorCFRError) as exc:
         raise CorruptFileError(f"{os.fspath(path)!r} is not a valid embedding file: "
                                f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
                                ) from None

@@ -38,8 +38,14 @@ class EmbedSettings:
     column entropy of Phi (0: none); ``temperature`` (< 1: standardised logits, softmax
     temperature annealed to it over ``anneal_epochs``); ``seed``: training seed;
     ``game``: the deck (None: the paper's game); ``threads``: torch CPU threads;
-    ``device``: the torch device the networks train on (``"cpu"`` or ``"cuda"``).  Value
-    checks run here; the device check when the run starts."""
+    ``device``: the torch device the networks train on (``"cpu"`` or ``"cuda"``);
+    ``objective``: the fit term, ``"mse"`` (the paper's), ``"distortion"`` (expected
+    distance of the target to the advisors' centres under Phi) or ``"distill"`` (KL from
+    the teacher's soft assignment); ``teacher``: the bucket map (.npz of ``numeral211
+    abstract``) that ``--target emd`` and ``--objective distill`` use (None: PaEmd built
+    with ``flop`` / ``turn`` and ``seed``); ``teacher_temperature``: the temperature of the
+    teacher's soft assignment ``distill`` fits.  Value checks run here; the device check
+    when the run starts."""
 
     out: str
     flop: int = 225
@@ -60,9 +66,12 @@ class EmbedSettings:
     game: Optional[GameConfig] = None
     threads: int = 1
     device: str = "cpu"
+    objective: str = "mse"
+    teacher: Optional[str] = None
+    teacher_temperature: float = 0.5
 
     def __post_init__(self) -> None:
-        from tensorcfr.games.numeral211.embedding_net import NETS, TARGETS
+        from tensorcfr.games.numeral211.embedding_net import NETS, OBJECTIVES, TARGETS
         from tensorcfr.utils.checks import MAX_SEED, check_int_range
 
         if self.threads < 1:
@@ -72,6 +81,15 @@ class EmbedSettings:
         if self.target not in TARGETS:
             raise TensorCFRError(f"unknown --target {self.target!r}: choose one of "
                                  f"{', '.join(TARGETS)}")
+        if self.objective not in OBJECTIVES:
+            raise TensorCFRError(f"unknown --objective {self.objective!r}: choose one of "
+                                 f"{', '.join(OBJECTIVES)}")
+        if not (math.isfinite(self.teacher_temperature) and self.teacher_temperature > 0):
+            raise TensorCFRError(f"--teacher-temperature must be positive and finite, got "
+                                 f"{self.teacher_temperature}")
+        if self.teacher is not None and self.objective != "distill" and self.target != "emd":
+            raise TensorCFRError("--teacher is used by --objective distill and --target emd; "
+                                 "give one of them or leave out --teacher")
         check_int_range(self.seed, "--seed", 0, MAX_SEED)
         check_int_range(self.epochs, "--epochs", 1, 1_000_000)
         if self.hidden is not None:
@@ -101,7 +119,7 @@ class EmbedSettings:
 
 
 PER_ROUND_KEYS = ("loss", "target_variance", "trained", "advisors_used", "top1_mean",
-                  "epochs_run")
+                  "heldout_loss", "epochs_run", "partition_distortion", "teacher_agreement")
 """Diagnostics ``numeral211 embed --json`` prints per trained round (keyed ``round_1`` /
 ``round_2``), from the embedding file's meta."""
 
@@ -121,12 +139,18 @@ class EmbedResult:
         round (keyed ``round_<r>``) ``loss`` (final weighted MSE), ``target_variance`` (the
         loss of predicting the targets' weighted mean), ``trained`` (loss <= 0.5 x
         variance), ``advisors_used`` (advisors that are some class's largest entry),
-        ``top1_mean`` (mean largest entry of Phi's columns), ``epochs_run``; ``seconds``:
-        training time; ``device``: where it trained."""
+        ``top1_mean`` (mean largest entry of Phi's columns), ``heldout_loss``,
+        ``epochs_run``, with a teacher ``partition_distortion`` (Phi cut to its largest
+        entry, in the teacher's distance) and with ``distill`` ``teacher_agreement``
+        ({} without); ``objective``, ``teacher`` (method, params, source, its own
+        distortion; null without), ``teacher_temperature``; ``seconds``: training time;
+        ``device``: where it trained."""
         s, meta = self.settings, self.embedding.meta
         return {"game": self.config.to_dict(), "advisors": {"flop": s.flop, "turn": s.turn},
                 "classes": dict(zip(ROUND_NAMES, meta.get("classes", []))),
-                "target": s.target, "net": s.net,
+                "target": meta.get("target", s.target), "net": s.net,
+                "objective": s.objective, "teacher": meta.get("teacher"),
+                "teacher_temperature": meta.get("teacher_temperature"),
                 **{key: meta.get(key, {}) for key in PER_ROUND_KEYS},
                 "balance": s.balance, "sharpness": s.sharpness,
                 "temperature": s.temperature, "budget": meta.get("budget"),
@@ -143,6 +167,7 @@ def train_embedding_file(settings: EmbedSettings,
     any work, when ``settings.device`` is not usable here (e.g. cuda without a GPU)."""
     import torch
 
+    from tensorcfr.abstraction.bucket_map import load_bucket_map
     from tensorcfr.games.numeral211.embedding_net import save_embedding, train_embedding
     from tensorcfr.utils.checks import check_finite_result
     from tensorcfr.utils.device import resolve_device
@@ -153,10 +178,16 @@ def train_embedding_file(settings: EmbedSettings,
     device = resolve_device(s.device, "--device")
     target_path = os.path.abspath(check_output_file(s.out, "--out"))
     config = s.game if s.game is not None else GameConfig()
+    teacher = load_bucket_map(s.teacher) if s.teacher is not None else None
     emb = train_embedding(config, s.flop, s.turn, target=s.target, hidden=s.hidden,
                           seed=s.seed, balance=s.balance, sharpness=s.sharpness, net=s.net,
                           budget=s.budget(), temperature=s.temperature,
-                          anneal_epochs=s.anneal_epochs, progress=progress, device=device)
+                          anneal_epochs=s.anneal_epochs, objective=s.objective,
+                          teacher=teacher,
+                          teacher_source=None if s.teacher is None else os.path.abspath(
+                              s.teacher),
+                          teacher_temperature=s.teacher_temperature, progress=progress,
+                          device=device)
     for r, phi in emb.phi.items():
         check_finite_result(phi, f"Phi of round {r} (HandEbdNet training)")
     save_embedding(target_path, emb)
