@@ -39,7 +39,7 @@ def regular_file(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("args", [
     ["solve", "kuhn_poker", "-n", "5", "--device", "meta"],
     ["solve", "kuhn_poker", "-n", "5", "--device", "foo"],
-    ["exploitability", "kuhn_poker", "missing.npz", "--device", "meta"],
+    ["exploitability", "kuhn_poker", "pyproject.toml", "--device", "meta"],  # a file that exists
     ["pasur", "solve", "--seed", "1", "--device", "meta"],
     ["pasur", "solve", "--seed", "1", "--method", "dcfr", "--device", "meta"],
     ["pasur", "exploitability", ".", "--device", "foo"],

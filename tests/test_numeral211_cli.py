@@ -69,7 +69,7 @@ def test_solve_resume_strategy_file_and_exploitability(tmp_path, capsys, monkeyp
     (["info", "--bets", "0"], "positive"),
     (["solve", "--ranks", "9TA", "--suits", "2", "--algo", "cfr++"], "unknown CFR"),
     (["solve", "--max-memory", "1G"], "GiB"),
-    (["solve", "--ranks", "9TA", "--suits", "2", "--iterations", "0"], "at least 1"),
+    (["solve", "--ranks", "9TA", "--suits", "2", "--iterations", "0"], "between 1 and"),
     (["solve", "--resume", "/nonexistent/ck.npz"], "does not exist"),
     (["exploitability", "/nonexistent/s.npz"], "does not exist"),
 ])

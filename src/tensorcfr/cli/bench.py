@@ -7,7 +7,7 @@ from typing import Any, Optional
 
 import typer
 
-from tensorcfr.cli.common import console, err_console, print_json
+from tensorcfr.cli.common import MAX_THREADS, console, err_console, path_check, print_json
 
 RESULTS_NAME = "openspiel_results.json"
 MARKDOWN_NAME = "openspiel.md"
@@ -71,26 +71,33 @@ def bench_command(
     solvers: Optional[list[str]] = typer.Option(
         None, "--solver", "-s",
         help="ours, ours_f32, openspiel_cpp, openspiel_python, jax. Repeatable. Default: all."),
-    threads: int = typer.Option(1, "--threads", help="Threads per solver (torch, OMP, XLA)."),
-    reps: int = typer.Option(7, "--reps", help="Timed repetitions per solver (round-robin)."),
-    warmup: int = typer.Option(2, "--warmup", help="Warm-up iterations before timing."),
+    threads: int = typer.Option(1, "--threads", min=1, max=MAX_THREADS,
+                                help="Threads per solver (torch, OMP, XLA)."),
+    reps: int = typer.Option(7, "--reps", min=1, max=10**6,
+                             help="Timed repetitions per solver (round-robin)."),
+    warmup: int = typer.Option(2, "--warmup", min=0, max=10**6,
+                               help="Warm-up iterations before timing."),
     min_rep_seconds: float = typer.Option(
-        0.3, "--min-rep-seconds", help="Iterations are grouped until a repetition lasts this long."),
+        0.3, "--min-rep-seconds", min=0, max=86400,
+        help="Iterations are grouped until a repetition lasts this long."),
     max_iter_seconds: float = typer.Option(
-        30.0, "--max-iter-seconds", help="Skip a solver whose iteration takes longer (s)."),
+        30.0, "--max-iter-seconds", min=0.001, max=1e6,
+        help="Skip a solver whose iteration takes longer (s)."),
     max_setup_seconds: float = typer.Option(
-        900.0, "--max-setup-seconds", help="Skip a solver whose set-up takes longer (s)."),
+        900.0, "--max-setup-seconds", min=0.001, max=1e6,
+        help="Skip a solver whose set-up takes longer (s)."),
     device: str = typer.Option("cpu", "--device", help="Torch device of our solver."),
     max_worker_memory: Optional[str] = typer.Option(
         None, "--max-worker-memory",
         help="Kill a solver's worker whose resident memory exceeds this (e.g. 6G) and report "
              "it as skipped. Default: no limit."),
-    out_dir: Optional[Path] = typer.Option(
-        None, "--out-dir",
+    out_dir_text: Optional[str] = typer.Option(
+        None, "--out-dir", callback=path_check("output-dir"),
         help=f"Write {RESULTS_NAME}, {MARKDOWN_NAME} and {PLOT_NAME} here "
              f"(finished games are saved to {PARTIAL_NAME} as the run goes)."),
     render: Optional[Path] = typer.Option(
-        None, "--render", help="Do not measure: re-render the markdown and plot of this "
+        None, "--render", callback=path_check("input-file"),
+        help="Do not measure: re-render the markdown and plot of this "
                                "results JSON into --out-dir (default: its folder)."),
     update: bool = typer.Option(
         False, "--update", help=f"Merge into the existing {RESULTS_NAME} of --out-dir: the "
@@ -105,6 +112,7 @@ def bench_command(
     from tensorcfr.utils.io import write_json_atomic
     from tensorcfr.utils.resources import parse_memory
 
+    out_dir = Path(out_dir_text) if out_dir_text is not None else None
     command = "tensorcfr bench"
     if render is not None:
         results = load_results(render)

@@ -1,16 +1,24 @@
 """Shared CLI helpers: the error printer (verbatim text, one line), JSON output, consoles,
-and the stop signals (SIGINT and SIGTERM always stop a command, which says "interrupted")."""
+the stop signals (SIGINT and SIGTERM always stop a command, which says "interrupted"), and
+the checks every option goes through when the command line is parsed: the declared range of
+a number option (:func:`range_error_line` words its refusal) and :class:`PathCheck` for
+path options (outputs never over a device, a FIFO or another output; inputs that exist and
+are regular files or folders)."""
 
 from __future__ import annotations
 
 import json
+import math
 import signal
 import sys
 import threading
-from typing import Any, NoReturn
+from typing import Any, Literal, NoReturn
 
+import typer
 from rich.console import Console
 from rich.text import Text
+
+from tensorcfr.utils.checks import MAX_SEED
 
 console = Console()
 err_console = Console(stderr=True)
@@ -62,3 +70,153 @@ def install_stop_signals() -> None:
         return
     signal.signal(signal.SIGINT, _stop)
     signal.signal(signal.SIGTERM, _stop)
+
+
+# ----------------------------------------------------------------------------- option checks
+# Every number option declares its valid range with typer's ``min=``/``max=`` (checked when
+# the command line is parsed: an absurd, negative, NaN or infinite value never reaches the
+# command; tests/test_cli_generated.py reads the range to generate the bad values).
+MAX_BASE_SEED = MAX_SEED - 2**32
+"""Largest first seed of options that seed item ``i`` with ``SEED + i`` (deals, games)."""
+MAX_THREADS = 1024
+"""Most threads a ``--threads`` option takes."""
+
+PathRole = Literal["output-file", "output-dir", "input-file", "input-dir", "input-path"]
+"""What a path option names: a file or folder the command writes, or one it reads
+(``input-path``: a file or a folder)."""
+
+_OUTPUTS_KEY = "tensorcfr.outputs"
+
+
+def option_name(param: Any) -> str:
+    """How the user spells a parameter: ``--out`` for an option, ``FOLDER`` for an
+    argument."""
+    opts = getattr(param, "opts", None) or []
+    longs = [o for o in opts if o.startswith("--")]
+    if getattr(param, "param_type_name", "") == "option" and (longs or opts):
+        return (longs or opts)[0]
+    return str(getattr(param, "human_readable_name", None) or param.name).upper()
+
+
+class PathCheck:
+    """Callback of a path option (``typer.Option(..., callback=path_check("output-file"))``):
+    checks every path given as soon as the command line is parsed, before any work, with the
+    central checks of :mod:`tensorcfr.utils.io`:
+
+    - outputs: not empty, not an existing device, FIFO or socket (never replaced), not a
+      folder for a file and not a file for a folder, in a folder where a file can be created,
+      and no two output options of one command naming the same path;
+    - inputs: not empty, existing, a regular file (``input-file``) or a folder
+      (``input-dir``) or either (``input-path``); never a FIFO or a device (a read would
+      block or never end).
+
+    ``keep`` lists words that are not paths (``seeds`` for a deck file); with ``named`` a
+    value ``NAME=PATH`` is checked as ``PATH``; ``what`` names an argument's path in messages
+    (``run folder x does not exist`` rather than ``RUNS x ...``). The role is read by
+    the generated command-tree test (``tests/test_cli_generated.py``) to choose bad paths.
+    Errors are :class:`~tensorcfr.errors.TensorCFRError` (one ``error:`` line, exit 2).
+    """
+
+    def __init__(self, role: PathRole, *, keep: tuple[str, ...] = (), named: bool = False,
+                 what: str = "") -> None:
+        self.role: PathRole = role
+        self.keep = keep
+        self.named = named
+        self.what = what
+
+    def __repr__(self) -> str:
+        return f"PathCheck({self.role!r})"
+
+    def check(self, value: Any, option: str) -> None:
+        """Check one path ``value`` of ``option`` (raises ``TensorCFRError``)."""
+        from tensorcfr.utils import io
+
+        if self.role == "output-file":
+            io.check_output_file(value, option)
+        elif self.role == "output-dir":
+            io.check_output_dir(value, option)
+        elif self.role == "input-file":
+            io.check_input_file(value, option)
+        elif self.role == "input-dir":
+            io.check_input_dir(value, option)
+        else:
+            target = io.check_path_text(value, option)
+            if not target.is_dir():
+                io.check_input_file(target, option)
+
+    def callback(self, ctx: Any, param: Any, value: Any) -> Any:
+        """Check ``value`` (one path or a list) of ``param``; return it unchanged."""
+        if value is None:
+            return value
+        from tensorcfr.errors import TensorCFRError
+        from tensorcfr.utils import io
+
+        option = option_name(param)
+        if self.what and getattr(param, "param_type_name", "") == "argument":
+            option = self.what
+        values = list(value) if isinstance(value, (list, tuple)) else [value]
+        for item in values:
+            if isinstance(item, str) and item in self.keep:
+                continue
+            if self.named and isinstance(item, str) and "=" in item:
+                item = item.split("=", 1)[1]
+            self.check(item, option)
+            if self.role.startswith("output"):
+                seen: dict[str, Any] = ctx.meta.setdefault(_OUTPUTS_KEY, {})
+                for other, other_path in seen.items():
+                    if other != option and io.same_path(item, other_path):
+                        raise TensorCFRError(f"{option} {item} is also given as {other}; give "
+                                             "each output its own path")
+                seen[option] = item
+        return value
+
+
+def range_error_line(exc: Any) -> str | None:
+    """The one-line refusal of a number option outside its declared ``min=``/``max=``
+    (``--games must be between 1 and 10,000,000, got 0``, the wording of
+    :func:`~tensorcfr.utils.checks.check_int_range`), or ``None`` when ``exc`` is not
+    such a refusal (a value that is no number keeps click's own message)."""
+    param = getattr(exc, "param", None)
+    low, high = getattr(param, "min", None), getattr(param, "max", None)
+    cause = getattr(exc, "__cause__", None)
+    if param is None or (low is None and high is None) or not hasattr(cause, "errors"):
+        return None
+    try:
+        error = cause.errors()[0]
+    except (IndexError, TypeError, AttributeError):
+        return None
+    if not str(error.get("type", "")).endswith(("greater_than_equal", "less_than_equal")):
+        return None
+    value = error.get("input")
+    name = option_name(param)
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        number = math.nan
+    span = (f"between {_number(low)} and {_number(high)}" if low is not None
+            and high is not None else f"at least {_number(low)}" if low is not None
+            else f"at most {_number(high)}")
+    finite = "" if math.isfinite(number) else "a finite number "
+    return f"{name} must be {finite}{span}, got {_number(value)}"
+
+
+def _number(value: Any) -> str:
+    """``1,000,000`` for whole numbers, ``0.001`` / ``1e-06`` for others, text as it is."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        value = int(value)
+    return f"{value:,}" if isinstance(value, int) else f"{value:g}"
+
+
+def path_check(role: PathRole, *, keep: tuple[str, ...] = (), named: bool = False,
+               what: str = "") -> Any:
+    """The typer ``callback=`` of a path option: a function running :class:`PathCheck`
+    (which it carries as ``.path_check``, read by the generated command-tree test)."""
+    checker = PathCheck(role, keep=keep, named=named, what=what)
+
+    def callback(ctx: typer.Context, param: typer.CallbackParam, value: Any) -> Any:
+        return checker.callback(ctx, param, value)
+
+    callback.path_check = checker  # type: ignore[attr-defined]
+    return callback

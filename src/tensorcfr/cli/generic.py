@@ -9,7 +9,7 @@ from typing import Any, Optional
 
 import typer
 
-from tensorcfr.cli.common import err_console, print_json
+from tensorcfr.cli.common import MAX_THREADS, err_console, path_check, print_json
 from tensorcfr.errors import TensorCFRError
 
 ALGO_HELP = "cfr | cfr+ | lcfr | dcfr | pcfr+ (default cfr, or the checkpoint's with --resume)"
@@ -84,39 +84,48 @@ def solve_command(
     game: str = typer.Argument(..., help="OpenSpiel game string, e.g. kuhn_poker or "
                                "'leduc_poker' or 'kuhn_poker(players=3)'."),
     algo: Optional[str] = typer.Option(None, "--algo", help=ALGO_HELP),
-    iterations: int = typer.Option(1000, "--iterations", "-n",
+    iterations: int = typer.Option(1000, "--iterations", "-n", min=1, max=10**9,
                                    help="Iterations to run (in addition to a resumed "
                                    "checkpoint's)."),
     alternating: Optional[bool] = typer.Option(
         None, "--alternating/--simultaneous",
         help="Alternating updates (default, like OpenSpiel's CFRSolver) or simultaneous."),
-    alpha: Optional[float] = typer.Option(None, help="DCFR alpha (default 1.5)."),
-    beta: Optional[float] = typer.Option(None, help="DCFR beta (default 0)."),
-    gamma: Optional[float] = typer.Option(None, help="DCFR / PCFR+ averaging exponent "
+    alpha: Optional[float] = typer.Option(None, min=-1000, max=1000,
+                                          help="DCFR alpha (default 1.5)."),
+    beta: Optional[float] = typer.Option(None, min=-1000, max=1000, help="DCFR beta (default 0)."),
+    gamma: Optional[float] = typer.Option(None, min=0, max=1000,
+                                          help="DCFR / PCFR+ averaging exponent "
                                           "(default 2)."),
     eval_every: Optional[int] = typer.Option(
-        None, "--eval-every", help="Compute exploitability every K iterations (default: about "
+        None, "--eval-every", min=0, max=10**9,
+        help="Compute exploitability every K iterations (default: about "
         "20 times per run; 0 = only at the end)."),
     device: str = typer.Option("cpu", help="torch device: cpu, cuda, cuda:1 ..."),
     dtype: Optional[str] = typer.Option(
         None, help="float64, float32 or auto (default: float64 up to 5,000,000 nodes, "
         "float32 above; the choice is printed)."),
-    threads: Optional[int] = typer.Option(None, help="torch intra-op threads (default 1)."),
+    threads: Optional[int] = typer.Option(None, min=1, max=MAX_THREADS,
+                                          help="torch intra-op threads (default 1)."),
     max_memory: str = typer.Option("auto", "--max-memory",
                                    help="Refuse games needing more, e.g. 8G (default: the "
                                    "memory available now)."),
-    save: Optional[Path] = typer.Option(None, "--save", help="Write a checkpoint here (NPZ): "
+    save: Optional[Path] = typer.Option(None, "--save", callback=path_check("output-file"),
+                                        help="Write a checkpoint here (NPZ): "
                                         "during the run (see --checkpoint-every) and at the "
                                         "end."),
     checkpoint_every: Optional[int] = typer.Option(
-        None, "--checkpoint-every", help="With --save: write the checkpoint every K "
+        None, "--checkpoint-every", min=0, max=10**9,
+        help="With --save: write the checkpoint every K "
         "iterations (default: whenever 60 s of solving have passed since the last one; "
         "0 = only at the end)."),
-    resume: Optional[Path] = typer.Option(None, "--resume", help="Resume from a checkpoint."),
+    resume: Optional[Path] = typer.Option(None, "--resume", callback=path_check("input-file"),
+                                          help="Resume from a checkpoint."),
     policy_out: Optional[Path] = typer.Option(None, "--policy-out",
+                                              callback=path_check("output-file"),
                                               help="Write the average policy (NPZ + JSON "
                                               "metadata)."),
-    plot: Optional[Path] = typer.Option(None, "--plot", help="Save exploitability vs "
+    plot: Optional[Path] = typer.Option(None, "--plot", callback=path_check("output-file"),
+                                        help="Save exploitability vs "
                                         "iteration (log-log PNG)."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object to stdout."),
 ) -> None:

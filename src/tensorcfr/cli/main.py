@@ -7,7 +7,7 @@ import sys
 import typer
 
 from tensorcfr import __version__
-from tensorcfr.cli.common import install_stop_signals, print_error
+from tensorcfr.cli.common import install_stop_signals, print_error, range_error_line
 from tensorcfr.errors import InterruptedRun, TensorCFRError
 
 app = typer.Typer(
@@ -50,7 +50,8 @@ def usage_error_line(exc: Exception) -> str:
     """One line for a click/typer usage error (bad option value, unknown option, missing
     argument), e.g. ``Invalid value for '--iterations' / '-n': '1e3' is not a valid integer;
     see `tensorcfr solve --help```."""
-    message = " ".join(str(exc.format_message()).split()).rstrip(".")  # type: ignore[attr-defined]
+    message = range_error_line(exc) or " ".join(
+        str(exc.format_message()).split()).rstrip(".")  # type: ignore[attr-defined]
     ctx = getattr(exc, "ctx", None)
     path = getattr(ctx, "command_path", None) or "tensorcfr"
     return f"{message}; see `{path} --help`"

@@ -9,7 +9,8 @@ from typing import Any, Optional
 
 import typer
 
-from tensorcfr.cli.common import console, err_console, fail, print_json
+from tensorcfr.cli.common import (MAX_SEED, MAX_THREADS, console, err_console, fail, path_check,
+                                  print_json)
 from tensorcfr.errors import TensorCFRError
 
 
@@ -53,13 +54,15 @@ def game_config(ranks: Optional[str], suits: Optional[int], ante: Optional[int],
 
 
 _RANKS = typer.Option(None, "--ranks", help="Rank letters low to high (default 23456789TA).")
-_SUITS = typer.Option(None, "--suits", help="Suits, 1-4 (default 4).")
-_ANTE = typer.Option(None, "--ante", help="Ante per player in chips (default 5).")
+_SUITS = typer.Option(None, "--suits", min=1, max=4, help="Suits, 1-4 (default 4).")
+_ANTE = typer.Option(None, "--ante", min=0, max=10**6,
+                     help="Ante per player in chips (default 5).")
 _BETS = typer.Option(None, "--bets", help="Bet size per round, e.g. 10,20,20 (the default).")
 _MAX_BETS = typer.Option(None, "--max-bets", help="Most bets+raises per round, e.g. 4,4,4 "
                          "(the default) or one number for all rounds.")
 _JSON = typer.Option(False, "--json", help="Print one JSON object instead of text.")
-_THREADS = typer.Option(None, "--threads", help="Torch threads (default 1).")
+_THREADS = typer.Option(None, "--threads", min=1, max=MAX_THREADS,
+                        help="Torch threads (default 1).")
 
 
 def _dtype(name: str) -> Any:
@@ -179,23 +182,33 @@ _STORAGE = typer.Option("classes", "--storage", help="Solver tables per suit-iso
 def solve_command(
     algo: str = typer.Option("cfr+", "--algo", help="cfr, cfr+, lcfr or dcfr (alternating "
                              "updates)."),
-    iterations: int = typer.Option(100, "--iterations", "-n", help="Total iterations (a "
+    iterations: int = typer.Option(100, "--iterations", "-n", min=1, max=10**9,
+                                   help="Total iterations (a "
                                    "resumed run continues up to this number)."),
-    eval_every: int = typer.Option(0, "--eval-every", help="Exact exploitability of the "
+    eval_every: int = typer.Option(0, "--eval-every", min=0, max=10**9,
+                                   help="Exact exploitability of the "
                                    "average strategy every K iterations (0: only at the end)."),
-    save: Optional[str] = typer.Option(None, "--save", help="Checkpoint file (.npz), written "
+    save: Optional[str] = typer.Option(None, "--save", callback=path_check("output-file"),
+                                       help="Checkpoint file (.npz), written "
                                        "every --checkpoint-minutes and at the end."),
-    resume: Optional[str] = typer.Option(None, "--resume", help="Continue from this "
+    resume: Optional[str] = typer.Option(None, "--resume", callback=path_check("input-file"),
+                                         help="Continue from this "
                                          "checkpoint (bitwise as an uninterrupted run)."),
-    out: Optional[str] = typer.Option(None, "--out", help="Strategy file (.npz, average "
+    out: Optional[str] = typer.Option(None, "--out", callback=path_check("output-file"),
+                                      help="Strategy file (.npz, average "
                                       "strategy per isomorphic class)."),
-    plot: Optional[str] = typer.Option(None, "--plot", help="PNG of the exploitability curve."),
-    curve_out: Optional[str] = typer.Option(None, "--curve", help="JSON of the curve."),
-    checkpoint_minutes: float = typer.Option(10.0, "--checkpoint-minutes",
+    plot: Optional[str] = typer.Option(None, "--plot", callback=path_check("output-file"),
+                                       help="PNG of the exploitability curve."),
+    curve_out: Optional[str] = typer.Option(None, "--curve", callback=path_check("output-file"),
+                                            help="JSON of the curve."),
+    checkpoint_minutes: float = typer.Option(10.0, "--checkpoint-minutes", min=0.001, max=1e6,
                                              help="Minutes between checkpoints."),
-    alpha: Optional[float] = typer.Option(None, "--alpha", help="DCFR alpha (1.5)."),
-    beta: Optional[float] = typer.Option(None, "--beta", help="DCFR beta (0)."),
-    gamma: Optional[float] = typer.Option(None, "--gamma", help="DCFR gamma (2)."),
+    alpha: Optional[float] = typer.Option(None, "--alpha", min=-1000, max=1000,
+                                          help="DCFR alpha (1.5)."),
+    beta: Optional[float] = typer.Option(None, "--beta", min=-1000, max=1000,
+                                         help="DCFR beta (0)."),
+    gamma: Optional[float] = typer.Option(None, "--gamma", min=0, max=1000,
+                                          help="DCFR gamma (2)."),
     dtype: str = typer.Option("float32", "--dtype", help="float32 (default) or float64."),
     device: str = typer.Option("cpu", "--device", help="Torch device (cpu, cuda, ...)."),
     max_memory: Optional[str] = typer.Option(None, "--max-memory", help="Memory limit, e.g. "
@@ -204,16 +217,20 @@ def solve_command(
     bets: Optional[str] = _BETS, max_bets: Optional[str] = _MAX_BETS,
     threads: Optional[int] = _THREADS, json_out: bool = _JSON,
     abstraction: Optional[str] = typer.Option(
-        None, "--abstraction", help="Bucket map of `numeral211 abstract` (.npz): solve that "
+        None, "--abstraction", callback=path_check("input-file"),
+        help="Bucket map of `numeral211 abstract` (.npz): solve that "
         "abstraction (--algo cfr or cfr+), exploitability measured in the full game."),
     embedding: Optional[str] = typer.Option(
-        None, "--embedding", help="Phi file of `numeral211 embed` (.npz): Embedding CFR."),
+        None, "--embedding", callback=path_check("input-file"),
+        help="Phi file of `numeral211 embed` (.npz): Embedding CFR."),
     phi_top: Optional[int] = typer.Option(
-        None, "--phi-top", help="Embedding CFR / soft clustering: keep the k largest entries "
+        None, "--phi-top", min=1, max=10**6,
+        help="Embedding CFR / soft clustering: keep the k largest entries "
         "of each column of Phi (renormalised); default: dense where it fits in 1 GiB, else 8 "
         "(dense costs ~20 s more per exact iteration on the paper's game)."),
     soft_temperature: Optional[float] = typer.Option(
-        None, "--soft-temperature", help="With --abstraction: the soft-clustering control, "
+        None, "--soft-temperature", min=0, max=1e6,
+        help="With --abstraction: the soft-clustering control, "
         "Phi = softmax of each class's distances to the map's cluster centres over this "
         "temperature (unit: the mean distance to the own centre; 0 = the nearest centre)."),
     averaging: str = typer.Option("reach", "--averaging", help="Abstract solving: average "
@@ -223,10 +240,12 @@ def solve_command(
                                 "abstraction against the full game's best response); prints "
                                 "the floor (b1(sigma_0) + b0(sigma_1)) / 2."),
     sample_boards: Optional[int] = typer.Option(
-        None, "--sample-boards", help="Sampled iterations (public chance sampling): draw K "
+        None, "--sample-boards", min=0, max=2**31 - 1,
+        help="Sampled iterations (public chance sampling): draw K "
         "boards of every round per board of the round before, all private hands kept "
         "(default: exact full sweeps; 0 = every board through the sampled path)."),
-    seed: int = typer.Option(0, "--seed", help="Seed of --sample-boards (iteration t's draw "
+    seed: int = typer.Option(0, "--seed", min=0, max=MAX_SEED,
+                             help="Seed of --sample-boards (iteration t's draw "
                              "depends only on the seed and t)."),
     storage: str = _STORAGE,
 ) -> None:
@@ -318,7 +337,8 @@ def _print_solve_summary(summary: dict[str, Any], *, out: Optional[str], save: O
 
 # ---------------------------------------------------------------------- exploitability
 def exploitability_command(
-    file: str = typer.Argument(..., help="A strategy file of `numeral211 solve --out` or of "
+    file: str = typer.Argument(..., callback=path_check("input-file", what="strategy file"),
+                               help="A strategy file of `numeral211 solve --out` or of "
                                "the abstraction commands (.npz)."),
     dtype: str = typer.Option("float64", "--dtype", help="Evaluation precision."),
     device: str = typer.Option("cpu", "--device", help="Torch device (cpu, cuda, ...)."),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from tensorcfr.cli.common import console, print_json
+from tensorcfr.cli.common import MAX_SEED, console, print_json
 
 app = typer.Typer(
     help="Pasur: deals, replaying game records, exact and CFR solving of full-information deals.",
@@ -16,7 +16,8 @@ app = typer.Typer(
 
 @app.command("deal")
 def deal_command(
-    seed: int = typer.Option(..., "--seed", help="Seed of the random deal (same seed, same deal)."),
+    seed: int = typer.Option(..., "--seed", min=0, max=MAX_SEED,
+                             help="Seed of the random deal (same seed, same deal)."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object instead of text."),
 ) -> None:
     """Print a seeded random deal (table rule for Jacks in the pool) in card notation."""

@@ -8,12 +8,16 @@ from typing import Any, Optional
 
 import typer
 
-from tensorcfr.cli.common import console, err_console, fail, print_json, warn
+from tensorcfr.cli.common import (MAX_BASE_SEED, MAX_THREADS, console, err_console, fail,
+                                  path_check, print_json, warn)
 from tensorcfr.errors import TensorCFRError
 
 
 def batch_command(
-    deckfile: str = typer.Argument(..., help="Deck file: CSV, one deal (52 card indices) per "
+    deckfile: str = typer.Argument(...,
+                                   callback=path_check("input-file", keep=("seeds",),
+                                                       what="deck file"),
+                                   help="Deck file: CSV, one deal (52 card indices) per "
                                    "line, e.g. the paper's decks_10000.csv; or `seeds` for "
                                    "the seeded random deals."),
     decks: str = typer.Option(..., "--decks", help="Rows A-B of the deck file (from 0, "
@@ -21,19 +25,27 @@ def batch_command(
     method: str = typer.Option("exact", "--method", help="exact (exact values and exact/random "
                                "matchups) or dcfr (also DCFR tables, per-deck models and "
                                "near-Nash matchups)."),
-    out: str = typer.Option(..., "--out", help="Batch folder (decks.parquet, journal, runs)."),
-    workers: int = typer.Option(1, "--workers", help="Ray workers of a local instance; 0 runs "
+    out: str = typer.Option(..., "--out", callback=path_check("output-dir"),
+                            help="Batch folder (decks.parquet, journal, runs)."),
+    workers: int = typer.Option(1, "--workers", min=0, max=100_000,
+                                help="Ray workers of a local instance; 0 runs "
                                 "in this process without Ray."),
     address: Optional[str] = typer.Option(None, "--address", help="An existing Ray cluster "
                                           "(host:port) instead of a local instance."),
-    games: int = typer.Option(1000, "--games", help="Games per self-play matchup (0: none)."),
-    iterations: int = typer.Option(200, "--iterations", help="dcfr: DCFR iterations per round."),
-    train_games: int = typer.Option(1000, "--train-games", help="dcfr: games sampled from the "
+    games: int = typer.Option(1000, "--games", min=0, max=1_000_000,
+                              help="Games per self-play matchup (0: none)."),
+    iterations: int = typer.Option(200, "--iterations", min=1, max=1_000_000,
+                                   help="dcfr: DCFR iterations per round."),
+    train_games: int = typer.Option(1000, "--train-games", min=0, max=1_000_000,
+                                    help="dcfr: games sampled from the "
                                     "table to train the per-deck model (0: no model)."),
-    model_rounds: int = typer.Option(300, "--model-rounds", help="dcfr: most boosting rounds."),
-    sample_seed: int = typer.Option(0, "--sample-seed", help="Self-play seed (deck i uses "
+    model_rounds: int = typer.Option(300, "--model-rounds", min=1, max=100_000,
+                                     help="dcfr: most boosting rounds."),
+    sample_seed: int = typer.Option(0, "--sample-seed", min=0, max=MAX_BASE_SEED,
+                                    help="Self-play seed (deck i uses "
                                     "seed + i)."),
-    threads: Optional[int] = typer.Option(None, "--threads", help="Threads per worker "
+    threads: Optional[int] = typer.Option(None, "--threads", min=1, max=MAX_THREADS,
+                                          help="Threads per worker "
                                           "(default 1)."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object instead of text."),
 ) -> None:
@@ -90,16 +102,21 @@ def _print_batch(summary: dict[str, Any], out: str, workers: int, n_threads: int
 
 
 def analyze_command(
-    folders: list[str] = typer.Argument(..., help="Batch folders (`pasur batch --out`); their "
+    folders: list[str] = typer.Argument(..., callback=path_check("input-dir", what="batch folder"),
+                                        help="Batch folders (`pasur batch --out`); their "
                                         "decks.parquet tables are joined on `deck`."),
-    out: Optional[str] = typer.Option(None, "--out", help="Folder for figure14.png, "
+    out: Optional[str] = typer.Option(None, "--out", callback=path_check("output-dir"),
+                                      help="Folder for figure14.png, "
                                       "table16.md and analysis.json (default: the first "
                                       "batch folder)."),
-    max_depth: int = typer.Option(1, "--max-depth", help="Depth of each Jacks group's "
+    max_depth: int = typer.Option(1, "--max-depth", min=1, max=64,
+                                  help="Depth of each Jacks group's "
                                   "decision tree on Alex's clubs (1: one split, as in the "
                                   "paper)."),
-    min_leaf: int = typer.Option(5, "--min-leaf", help="Fewest decks in a tree leaf."),
-    paper_mm: Optional[str] = typer.Option(None, "--paper-mm", help="The paper's MM.csv "
+    min_leaf: int = typer.Option(5, "--min-leaf", min=1, max=10**9,
+                                 help="Fewest decks in a tree leaf."),
+    paper_mm: Optional[str] = typer.Option(None, "--paper-mm", callback=path_check("input-file"),
+                                           help="The paper's MM.csv "
                                            "(self-play of its models) to overlay and compare."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object instead of text."),
 ) -> None:

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import typer
 
-from tensorcfr.cli.common import console, err_console, print_json
+from tensorcfr.cli.common import MAX_THREADS, console, err_console, path_check, print_json
 from tensorcfr.errors import CorruptFileError, MemoryLimitError, TensorCFRError
 from tensorcfr.utils.confine import file_in_folder
 
@@ -379,17 +379,22 @@ def _read_manifest(folder: Path) -> dict[str, Any]:
 
 
 def exploitability_command(
-    folder: Path = typer.Argument(..., help="The --out folder of a `pasur solve --method dcfr`."),
+    folder_text: str = typer.Argument(..., metavar="FOLDER",
+                                      callback=path_check("input-dir", what="run folder"),
+                                      help="The --out folder of a `pasur solve --method "
+                                      "dcfr`."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object instead of text."),
     max_memory: str = typer.Option(None, "--max-memory",
                                    help="Memory limit for rebuilding the graph, e.g. 8G."),
-    threads: int = typer.Option(None, "--threads", help="Torch threads (default 1)."),
+    threads: int = typer.Option(None, "--threads", min=1, max=MAX_THREADS,
+                                help="Torch threads (default 1)."),
     device: str = typer.Option("cpu", "--device", help="Torch device, e.g. cpu or cuda."),
 ) -> None:
     """Recompute the exact exploitability of a saved strategy table.
 
     Rebuilds the graph from the manifest's deal and mode, then best responses to the table.
     """
+    folder = Path(folder_text)
     from tensorcfr.games.pasur.solving.round_cfr import exploitability, minimax_value
     from tensorcfr.games.pasur.engine.rules import validate_deal
     from tensorcfr.games.pasur.solving.strategy_table import load_strategy_table, \

@@ -12,24 +12,30 @@ from typing import Any, Optional
 
 import typer
 
-from tensorcfr.cli.common import console, err_console, fail, print_json
+from tensorcfr.cli.common import (MAX_BASE_SEED, MAX_THREADS, console, err_console, fail,
+                                  path_check, print_json)
 from tensorcfr.errors import TensorCFRError
 
 
 def train_hidden_command(
-    games: int = typer.Option(..., "--games", help="Games played to collect decisions "
+    games: int = typer.Option(..., "--games", min=1, max=10_000_000,
+                              help="Games played to collect decisions "
                               "(random deals, seed + i)."),
-    out: str = typer.Option(..., "--out", help="Model folder (hidden_model.ubj + "
+    out: str = typer.Option(..., "--out", callback=path_check("output-dir"),
+                            help="Model folder (hidden_model.ubj + "
                             "manifest.json; rows.npz checkpoint, resumed on a rerun)."),
     teacher: str = typer.Option("exact", "--teacher", help="exact (open-hands exact values, "
                                 "one solve per game) or pimc (PIMC's mean values; slow)."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the deals, behaviour and split."),
-    determinizations: int = typer.Option(8, "--determinizations", "-k", help="pimc teacher: "
+    seed: int = typer.Option(0, "--seed", min=0, max=MAX_BASE_SEED,
+                             help="Seed of the deals, behaviour and split."),
+    determinizations: int = typer.Option(8, "--determinizations", "-k", min=1, max=10_000,
+                                         help="pimc teacher: "
                                          "determinizations K per decision."),
-    rounds: int = typer.Option(300, "--rounds", help="Most boosting rounds."),
-    max_depth: int = typer.Option(6, "--max-depth", help="XGBoost max_depth."),
-    eta: float = typer.Option(0.1, "--eta", help="XGBoost learning rate."),
-    threads: Optional[int] = typer.Option(None, "--threads", help="XGBoost and torch threads "
+    rounds: int = typer.Option(300, "--rounds", min=1, max=100_000, help="Most boosting rounds."),
+    max_depth: int = typer.Option(6, "--max-depth", min=1, max=64, help="XGBoost max_depth."),
+    eta: float = typer.Option(0.1, "--eta", min=1e-6, max=1.0, help="XGBoost learning rate."),
+    threads: Optional[int] = typer.Option(None, "--threads", min=1, max=MAX_THREADS,
+                                          help="XGBoost and torch threads "
                                           "(default 1)."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object instead of text."),
 ) -> None:

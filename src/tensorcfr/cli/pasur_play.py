@@ -16,7 +16,7 @@ from typing import Optional
 
 import typer
 
-from tensorcfr.cli.common import console, err_console, fail
+from tensorcfr.cli.common import MAX_SEED, MAX_THREADS, console, err_console, fail, path_check
 from tensorcfr.errors import TensorCFRError
 from tensorcfr.play.limits import CACHE_SIZE_LIMIT, MAX_GAMES_LIMIT, TTL_MINUTES_LIMIT
 
@@ -73,20 +73,26 @@ def _is_loopback(host: str) -> bool:
 def serve_command(
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (default: this "
                              "machine only; 0.0.0.0 opens it to the network)."),
-    port: int = typer.Option(8000, "--port", help="TCP port (1-65535)."),
-    table: Optional[str] = typer.Option(None, "--table", help="A DCFR run folder "
+    port: int = typer.Option(8000, "--port", min=1, max=65_535, help="TCP port (1-65535)."),
+    table: Optional[str] = typer.Option(None, "--table", callback=path_check("input-dir"),
+                                        help="A DCFR run folder "
                                         "(pasur solve --method dcfr --out DIR): offers the "
                                         "table AI."),
-    model: Optional[str] = typer.Option(None, "--model", help="An XGBoost model folder: offers "
+    model: Optional[str] = typer.Option(None, "--model", callback=path_check("input-dir"),
+                                        help="An XGBoost model folder: offers "
                                         "the model AI."),
-    max_games: int = typer.Option(256, "--max-games", help="Games held at once (the least "
+    max_games: int = typer.Option(256, "--max-games", min=1, max=MAX_GAMES_LIMIT,
+                                  help="Games held at once (the least "
                                   f"recently used goes first), 1..{MAX_GAMES_LIMIT:,} "
                                   "(about 80 KiB each)."),
-    ttl_minutes: float = typer.Option(120.0, "--ttl-minutes", help="A game idle this long "
+    ttl_minutes: float = typer.Option(120.0, "--ttl-minutes", min=0.001, max=TTL_MINUTES_LIMIT,
+                                      help="A game idle this long "
                                       f"expires (at most {TTL_MINUTES_LIMIT:,}: a week)."),
-    cache_size: int = typer.Option(4, "--cache-size", help="Exact solutions kept in memory "
+    cache_size: int = typer.Option(4, "--cache-size", min=1, max=CACHE_SIZE_LIMIT,
+                                   help="Exact solutions kept in memory "
                                    f"(5-60 MiB each), 1..{CACHE_SIZE_LIMIT}."),
-    threads: Optional[int] = typer.Option(None, "--threads", help="Torch threads (default 1)."),
+    threads: Optional[int] = typer.Option(None, "--threads", min=1, max=MAX_THREADS,
+                                          help="Torch threads (default 1)."),
     device: str = typer.Option("cpu", "--device", help="Torch device of the solver and model "
                                "(checked at start)."),
     mode: str = typer.Option("hidden", "--mode", help="The mode new games start in (the page "
@@ -174,12 +180,14 @@ def _check_can_listen(host: str, port: int) -> None:
 
 
 def play_command(
-    seed: Optional[int] = typer.Option(None, "--seed", help="Play the seeded random deal (in "
+    seed: Optional[int] = typer.Option(None, "--seed", min=0, max=MAX_SEED,
+                                       help="Play the seeded random deal (in "
                                        "hidden hands a practice game: you can know every "
                                        "card). Without --seed/--deal the deal comes from the "
                                        "system's secure random source."),
     deal: Optional[str] = typer.Option(None, "--deal", help="52 card codes, pool first."),
-    deal_file: Optional[str] = typer.Option(None, "--deal-file", help="A file with the deal: "
+    deal_file: Optional[str] = typer.Option(None, "--deal-file", callback=path_check("input-file"),
+                                            help="A file with the deal: "
                                             "a JSON list of 52 card indices or 52 card codes."),
     seat: str = typer.Option("alex", "--as", help="Your seat: alex (plays first) or bob."),
     mode: str = typer.Option("hidden", "--mode", help=MODE_HELP + "."),
@@ -189,16 +197,21 @@ def play_command(
                                      "hidden-model, whose hints are its own scores of your "
                                      "plays). Open hands: exact (default), random, table or "
                                      "model."),
-    table: Optional[str] = typer.Option(None, "--table", help="A DCFR run folder, for --ai table "
+    table: Optional[str] = typer.Option(None, "--table", callback=path_check("input-dir"),
+                                        help="A DCFR run folder, for --ai table "
                                         "(without --seed/--deal: its deal is played)."),
-    model: Optional[str] = typer.Option(None, "--model", help="An XGBoost model folder, for "
+    model: Optional[str] = typer.Option(None, "--model", callback=path_check("input-dir"),
+                                        help="An XGBoost model folder, for "
                                         "--ai model."),
-    ai_seed: Optional[int] = typer.Option(None, "--ai-seed", help="Seed of the AI's random draws "
+    ai_seed: Optional[int] = typer.Option(None, "--ai-seed", min=0, max=MAX_SEED,
+                                          help="Seed of the AI's random draws "
                                 "(0..2^63-1; default: a secure random one, saved in the "
                                 "record)."),
-    record: Optional[str] = typer.Option(None, "--record", help="Save the finished game's "
+    record: Optional[str] = typer.Option(None, "--record", callback=path_check("output-file"),
+                                         help="Save the finished game's "
                                          "record (JSON) to this file."),
-    threads: Optional[int] = typer.Option(None, "--threads", help="Torch threads (default 1)."),
+    threads: Optional[int] = typer.Option(None, "--threads", min=1, max=MAX_THREADS,
+                                          help="Torch threads (default 1)."),
     device: str = typer.Option("cpu", "--device", help="Torch device of the solver and model."),
 ) -> None:
     """Play Pasur against the AI in the terminal, hidden or open hands (hint, undo in open

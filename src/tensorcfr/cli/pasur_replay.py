@@ -21,7 +21,7 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from tensorcfr.cli.common import console, err_console, print_json
+from tensorcfr.cli.common import console, err_console, path_check, print_json
 from tensorcfr.errors import TensorCFRError
 
 EXIT_OK, EXIT_ILLEGAL, EXIT_INVALID = 0, 1, 2
@@ -75,7 +75,8 @@ def _replay_one(path: str) -> tuple[int, dict[str, Any]]:
 
 
 def replay_command(
-    files: list[str] = typer.Argument(..., help="Game record files (JSON: deal + 48 plays).",
+    files: list[str] = typer.Argument(..., callback=path_check("input-file", what="record file"),
+                                      help="Game record files (JSON: deal + 48 plays).",
                                       show_default=False),
     json_out: bool = typer.Option(False, "--json",
                                   help="Print one JSON object per file (one per line)."),

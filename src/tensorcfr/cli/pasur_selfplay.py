@@ -22,7 +22,8 @@ from typing import Any, Optional
 
 import typer
 
-from tensorcfr.cli.common import console, err_console, fail, print_json
+from tensorcfr.cli.common import (MAX_BASE_SEED, MAX_SEED, MAX_THREADS, console, err_console, fail,
+                                  path_check, print_json)
 from tensorcfr.errors import TensorCFRError
 from tensorcfr.utils.checks import MAX_SEED, check_int_range
 from tensorcfr.utils.io import check_output_dir
@@ -211,32 +212,43 @@ def _print_result(result: dict[str, Any]) -> None:
 
 def selfplay_command(
     deal: Optional[str] = typer.Option(None, "--deal", help="52 card codes, pool first."),
-    deal_file: Optional[str] = typer.Option(None, "--deal-file", help="A file with the deal: "
+    deal_file: Optional[str] = typer.Option(None, "--deal-file", callback=path_check("input-file"),
+                                            help="A file with the deal: "
                                             "a JSON list of 52 card indices or 52 card codes."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="Play the seeded random deal "
+    seed: Optional[int] = typer.Option(None, "--seed", min=0, max=MAX_SEED,
+                                       help="Play the seeded random deal "
                                        "(as in `pasur solve`)."),
     alex: str = typer.Option(..., "--alex", help="Alex's player: random, exact, table, model "
                              "(open hands), or a hidden-hand agent: greedy, pimc, "
                              "pimc-infer, hidden-model, ..."),
     bob: str = typer.Option(..., "--bob", help="Bob's player (as --alex)."),
-    games: int = typer.Option(1000, "--games", help="Number of games, all played at once."),
-    sample_seed: int = typer.Option(0, "--sample-seed", help="Seed of the sampling."),
-    model: Optional[str] = typer.Option(None, "--model", help="Policy model folder "
+    games: int = typer.Option(1000, "--games", min=1, max=1_000_000,
+                              help="Number of games, all played at once."),
+    sample_seed: int = typer.Option(0, "--sample-seed", min=0, max=MAX_SEED,
+                                    help="Seed of the sampling."),
+    model: Optional[str] = typer.Option(None, "--model", callback=path_check("input-dir"),
+                                        help="Policy model folder "
                                         "(`pasur train --out`) for the model player, or "
                                         "hidden-hand model folder (`pasur train-hidden "
                                         "--out`) for hidden-model (default: the shipped one)."),
-    determinizations: int = typer.Option(32, "--determinizations", "-k", help="pimc, "
+    determinizations: int = typer.Option(32, "--determinizations", "-k", min=1, max=10_000,
+                                         help="pimc, "
                                          "pimc-infer: determinizations K per play."),
-    seconds_per_move: Optional[float] = typer.Option(None, "--seconds-per-move", help="pimc, "
+    seconds_per_move: Optional[float] = typer.Option(None, "--seconds-per-move",
+                                                     min=0.001, max=3600, help="pimc, "
                                                      "pimc-infer: time budget per play (s)."),
-    table: Optional[str] = typer.Option(None, "--table", help="DCFR run folder (`pasur solve "
+    table: Optional[str] = typer.Option(None, "--table", callback=path_check("input-dir"),
+                                        help="DCFR run folder (`pasur solve "
                                         "--method dcfr --out`) for the table player."),
-    records: Optional[str] = typer.Option(None, "--records", help="Folder for game records "
+    records: Optional[str] = typer.Option(None, "--records", callback=path_check("output-dir"),
+                                          help="Folder for game records "
                                           "(JSON, the `pasur replay` format)."),
-    num_records: int = typer.Option(10, "--num-records", help="With --records: how many "
+    num_records: int = typer.Option(10, "--num-records", min=0, max=100_000,
+                                    help="With --records: how many "
                                     "games to write (the first ones)."),
     device: str = typer.Option("cpu", "--device", help="Torch device (cpu, cuda, ...)."),
-    threads: Optional[int] = typer.Option(None, "--threads", help="Torch and XGBoost threads "
+    threads: Optional[int] = typer.Option(None, "--threads", min=1, max=MAX_THREADS,
+                                          help="Torch and XGBoost threads "
                                           "(default 1)."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object instead of text."),
 ) -> None:
@@ -264,20 +276,27 @@ def selfplay_command(
 
 
 def train_command(
-    runs: list[str] = typer.Argument(..., help="DCFR run folders (`pasur solve --method dcfr "
+    runs: list[str] = typer.Argument(..., callback=path_check("input-dir", what="run folder"),
+                                     help="DCFR run folders (`pasur solve --method dcfr "
                                      "--out DIR`) to train on: one for a per-deal model, "
                                      "several for one model across decks."),
-    out: str = typer.Option(..., "--out", help="Folder for the model (policy.ubj + "
+    out: str = typer.Option(..., "--out", callback=path_check("output-dir"),
+                            help="Folder for the model (policy.ubj + "
                             "manifest.json)."),
-    games: int = typer.Option(2000, "--games", help="Dag-mode tables: self-play games sampled "
+    games: int = typer.Option(2000, "--games", min=1, max=10_000_000,
+                              help="Dag-mode tables: self-play games sampled "
                               "per table to collect positions."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the sampling and of the data split."),
-    max_depth: int = typer.Option(12, "--max-depth", help="XGBoost max_depth."),
-    eta: float = typer.Option(0.3, "--eta", help="XGBoost learning rate."),
-    gamma: float = typer.Option(1.0, "--gamma", help="XGBoost gamma (min split loss)."),
-    rounds: int = typer.Option(1000, "--rounds", help="Most boosting rounds (early stopping "
+    seed: int = typer.Option(0, "--seed", min=0, max=MAX_BASE_SEED,
+                             help="Seed of the sampling and of the data split."),
+    max_depth: int = typer.Option(12, "--max-depth", min=1, max=64, help="XGBoost max_depth."),
+    eta: float = typer.Option(0.3, "--eta", min=1e-6, max=1.0, help="XGBoost learning rate."),
+    gamma: float = typer.Option(1.0, "--gamma", min=0, max=1e6,
+                                help="XGBoost gamma (min split loss)."),
+    rounds: int = typer.Option(1000, "--rounds", min=1, max=100_000,
+                               help="Most boosting rounds (early stopping "
                                "after 50 without improvement)."),
-    threads: Optional[int] = typer.Option(None, "--threads", help="XGBoost and torch threads "
+    threads: Optional[int] = typer.Option(None, "--threads", min=1, max=MAX_THREADS,
+                                          help="XGBoost and torch threads "
                                           "(default 1)."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object instead of text."),
 ) -> None:
@@ -357,16 +376,20 @@ def _model_names(models: list[str]) -> dict[str, str]:
 
 def evaluate_command(
     deal: Optional[str] = typer.Option(None, "--deal", help="52 card codes, pool first."),
-    deal_file: Optional[str] = typer.Option(None, "--deal-file", help="A file with the deal."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="The seeded random deal (as in "
+    deal_file: Optional[str] = typer.Option(None, "--deal-file", callback=path_check("input-file"),
+                                            help="A file with the deal."),
+    seed: Optional[int] = typer.Option(None, "--seed", min=0, max=MAX_SEED,
+                                       help="The seeded random deal (as in "
                                        "`pasur solve`)."),
-    models: list[str] = typer.Option([], "--model", help="Policy model folder (`pasur train "
+    models: list[str] = typer.Option([], "--model", callback=path_check("input-dir", named=True),
+                                     help="Policy model folder (`pasur train "
                                      "--out`), as DIR or NAME=DIR; repeat to compare models."),
     no_random: bool = typer.Option(False, "--no-random", help="Leave out the uniform random "
                                    "baseline."),
     max_memory: str = typer.Option("4G", "--max-memory", help="Largest game tree to build "
                                    "(bytes, or e.g. 4G)."),
-    threads: Optional[int] = typer.Option(None, "--threads", help="Torch and XGBoost threads "
+    threads: Optional[int] = typer.Option(None, "--threads", min=1, max=MAX_THREADS,
+                                          help="Torch and XGBoost threads "
                                           "(default 1)."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object instead of text."),
 ) -> None:

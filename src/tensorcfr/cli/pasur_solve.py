@@ -9,7 +9,8 @@ from typing import Any, Optional
 
 import typer
 
-from tensorcfr.cli.common import console, err_console, fail, print_json
+from tensorcfr.cli.common import (MAX_SEED, MAX_THREADS, console, err_console, fail, path_check,
+                                  print_json)
 from tensorcfr.errors import InvalidDealError, TensorCFRError
 
 METHODS = ("exact", "dcfr")
@@ -210,27 +211,34 @@ def _run_exact(deal: tuple[int, ...], seed: int | None, json_out: bool, max_memo
 def solve_command(
     deal: Optional[str] = typer.Option(None, "--deal", help="52 card codes, pool first "
                                        "(e.g. \"Ac As 9d Kd 4c ...\")."),
-    deal_file: Optional[str] = typer.Option(None, "--deal-file", help="A file with the deal: "
+    deal_file: Optional[str] = typer.Option(None, "--deal-file", callback=path_check("input-file"),
+                                            help="A file with the deal: "
                                             "a JSON list of 52 card indices or card codes, or "
                                             "52 card codes as text."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="Solve the seeded random deal."),
+    seed: Optional[int] = typer.Option(None, "--seed", min=0, max=MAX_SEED,
+                                       help="Solve the seeded random deal."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object instead of text."),
     max_memory: Optional[str] = typer.Option(None, "--max-memory", help="Memory limit, e.g. 8G "
                                              "(default: what the machine has free now)."),
-    threads: Optional[int] = typer.Option(None, "--threads", help="Torch threads (default 1)."),
+    threads: Optional[int] = typer.Option(None, "--threads", min=1, max=MAX_THREADS,
+                                          help="Torch threads (default 1)."),
     device: str = typer.Option("cpu", "--device", help="Torch device (cpu, cuda, ...)."),
     method: str = typer.Option("exact", "--method", help="exact (minimax by backward "
                                "induction) or dcfr (round-by-round CFR)."),
     mode: Optional[str] = typer.Option(None, "--mode", help="dcfr: tree (the paper's game "
                                        "tree) or dag (merged states; the default)."),
-    iterations: Optional[int] = typer.Option(None, "--iterations",
+    iterations: Optional[int] = typer.Option(None, "--iterations", min=1, max=1_000_000,
                                              help="dcfr: iterations per round (default 1000)."),
     variant: Optional[str] = typer.Option(None, "--variant", help="dcfr: cfr, cfr+, lcfr, "
                                           "dcfr (the default), pcfr+."),
-    alpha: Optional[float] = typer.Option(None, "--alpha", help="dcfr: DCFR alpha (1.5)."),
-    beta: Optional[float] = typer.Option(None, "--beta", help="dcfr: DCFR beta (0)."),
-    gamma: Optional[float] = typer.Option(None, "--gamma", help="dcfr: DCFR gamma (2)."),
-    out: Optional[str] = typer.Option(None, "--out", help="Folder for the result files."),
+    alpha: Optional[float] = typer.Option(None, "--alpha", min=-1000, max=1000,
+                                          help="dcfr: DCFR alpha (1.5)."),
+    beta: Optional[float] = typer.Option(None, "--beta", min=-1000, max=1000,
+                                         help="dcfr: DCFR beta (0)."),
+    gamma: Optional[float] = typer.Option(None, "--gamma", min=0, max=1000,
+                                          help="dcfr: DCFR gamma (2)."),
+    out: Optional[str] = typer.Option(None, "--out", callback=path_check("output-dir"),
+                                      help="Folder for the result files."),
     convergence: bool = typer.Option(False, "--convergence", help="dcfr: record convergence "
                                      "curves (needs --out)."),
 ) -> None:

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from tensorcfr.cli.common import console, err_console, fail, print_json
+from tensorcfr.cli.common import (MAX_BASE_SEED, MAX_THREADS, console, err_console, fail,
+                                  path_check, print_json)
 from tensorcfr.errors import TensorCFRError
 
 if TYPE_CHECKING:
@@ -21,32 +22,42 @@ INTERRUPTED_EXIT_CODE = 130
 def tournament_command(
     agents: str = typer.Option(..., "--agents", help="Comma-separated agent names (at least "
                                "two), e.g. random,exact; every pair plays."),
-    deals: Optional[int] = typer.Option(None, "--deals", help="N seeded random deals "
+    deals: Optional[int] = typer.Option(None, "--deals", min=1, max=1_000_000,
+                                        help="N seeded random deals "
                                         "(deal i is `pasur deal --seed SEED+i`)."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the first deal; the agents of deal i "
+    seed: int = typer.Option(0, "--seed", min=0, max=MAX_BASE_SEED,
+                             help="Seed of the first deal; the agents of deal i "
                              "are seeded SEED+i."),
-    decks: Optional[str] = typer.Option(None, "--decks", help="A deck file (CSV, one deal per "
+    decks: Optional[str] = typer.Option(None, "--decks", callback=path_check("input-file"),
+                                        help="A deck file (CSV, one deal per "
                                         "line, as `pasur batch`) instead of seeded deals."),
     deck_range: Optional[str] = typer.Option(None, "--range", help="Rows A-B of --decks "
                                              "(from 0, inclusive)."),
-    out: str = typer.Option(..., "--out", help="Tournament folder (journal, games.parquet, "
+    out: str = typer.Option(..., "--out", callback=path_check("output-dir"),
+                            help="Tournament folder (journal, games.parquet, "
                             "summary.parquet, cross_table.png); rerun to resume."),
-    workers: int = typer.Option(1, "--workers", help="Ray workers of a local instance."),
+    workers: int = typer.Option(1, "--workers", min=1, max=1024,
+                                help="Ray workers of a local instance."),
     in_process: bool = typer.Option(False, "--in-process", help="Play in this process, one "
                                     "job at a time, without Ray."),
     address: Optional[str] = typer.Option(None, "--address", help="An existing Ray cluster "
                                           "(host:port) instead of a local instance."),
-    determinizations: int = typer.Option(32, "--determinizations", help="K, draws per move "
+    determinizations: int = typer.Option(32, "--determinizations", min=1, max=10_000,
+                                         help="K, draws per move "
                                          "of the determinizing agents."),
     seconds_per_move: Optional[float] = typer.Option(None, "--seconds-per-move",
+                                                     min=0.001, max=3600,
                                                      help="Time budget per move of the "
                                                      "agents that have one."),
-    simulations: int = typer.Option(1000, "--simulations", help="ISMCTS simulations per "
+    simulations: int = typer.Option(1000, "--simulations", min=1, max=10_000_000,
+                                    help="ISMCTS simulations per "
                                     "move."),
-    model: Optional[str] = typer.Option(None, "--model", help="Folder of a hidden-hand policy "
+    model: Optional[str] = typer.Option(None, "--model", callback=path_check("input-dir"),
+                                        help="Folder of a hidden-hand policy "
                                         "model (agents that use one)."),
     device: str = typer.Option("cpu", "--device", help="Torch device of the exact solver."),
-    threads: Optional[int] = typer.Option(None, "--threads", help="Torch threads per worker "
+    threads: Optional[int] = typer.Option(None, "--threads", min=1, max=MAX_THREADS,
+                                          help="Torch threads per worker "
                                           "(default 1)."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object (key `pairs`) "
                                   "instead of text."),

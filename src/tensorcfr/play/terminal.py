@@ -29,7 +29,7 @@ from tensorcfr.games.pasur.engine.cards import card_code, parse_card
 from tensorcfr.errors import TensorCFRError
 from tensorcfr.games.pasur.engine.rules import PLAYERS, Action, illegal_reason
 from tensorcfr.play.session import GameSession, IllegalMoveError
-from tensorcfr.utils.io import write_text_atomic
+from tensorcfr.utils.io import write_text_or_elsewhere
 
 SUIT_SYMBOLS = "♣♦♥♠"
 RANK_LABELS = ["A", "2", "3", "4", "5", "6", "7", "8", "9", "10", "J", "Q", "K"]
@@ -347,7 +347,12 @@ class TerminalGame:
             with c.status("analysing the game..."):
                 s.analysis()
         self.show_analysis()
-        if self.record_path is not None:
-            write_text_atomic(self.record_path, s.record_text())
-            c.print(f"record saved to {Path(self.record_path)}", highlight=False)
+        if self.record_path is not None:  # checked before the first play (--record)
+            saved, failure = write_text_or_elsewhere(self.record_path, s.record_text(),
+                                                     prefix="pasur-record")
+            if failure is None:
+                c.print(f"record saved to {saved}", highlight=False)
+            else:  # the game is not lost: said on the screen, with where it went
+                c.print(Text(f"{failure}; the record was saved to {saved} instead",
+                             style="yellow"), highlight=False)
         return 0
