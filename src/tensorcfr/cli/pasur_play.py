@@ -278,7 +278,8 @@ def play_command(
         session = GameSession(the_deal, seat_index(seat), ai, mode=mode, solutions=solutions,
                               ai_seed=ai_seed, seed=seed, table=table_dir, model=model_dir,
                               device=device, practice=chosen)
-        solutions.prefetch(session.deal)  # the analysis (and open hands' hints) need it
+        if mode == "open":  # hints and the exact AI need it now; hidden hands: at the end
+            solutions.prefetch(session.deal)
         if seed is not None and mode == "open":  # hidden hands: the practice line says it
             console.print(f"deal seed {seed}", highlight=False)
         TerminalGame(session, console, record_path=record).run()
