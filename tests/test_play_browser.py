@@ -4,7 +4,8 @@ Headless Debian Chromium driven by selenium: the test starts the server on a fre
 port (through the CLI) and plays a whole hidden-hand game and a whole open-hands game by
 clicking, at 1400x900 and at a phone-sized 420x800: every one of the human's 24 plays by
 clicking cards (a capture choice where a card has several; a double-click once, which must
-send one play), Hint and Undo. At each turn it checks that nothing overflows the window
+send one play), Hint, and Undo in open hands (hidden hands have no Undo button: a seeded
+hidden game says it is practice). At each turn it checks that nothing overflows the window
 and, in hidden mode, that no card the human may not see is in the page's DOM; every API
 response of a hidden game is checked the same way. After the game it downloads the record
 through the page's button and checks that the score the page shows equals the reference
@@ -237,12 +238,11 @@ def _play_whole_game(d, mode: str, seat: str, size: str, shots: Path) -> dict:
             d.find_element(By.ID, "hint-btn").click()
             _wait(d, f"!document.getElementById('hints').hidden && {IDLE}", what="the hints")
             kind = d.execute_script("return window.pasurApp.hints.kind")
-            if mode == "hidden":  # the stand-in agent has no estimates, and says so
-                assert kind in ("estimate", "none")
-                if kind == "none":
-                    assert "gives no estimates" in d.find_element(By.ID, "hints").text
-                else:
-                    assert "Estimate" in d.find_element(By.ID, "hints").text
+            if mode == "hidden":  # the default agent's own score of each play
+                assert kind == "estimate"
+                assert "Estimate" in d.find_element(By.ID, "hints").text
+                rows = d.find_elements(By.CSS_SELECTOR, "#hints-table tr[data-loss]")
+                assert len(rows) == len(view["legal"])
             else:
                 assert kind == "exact"
                 rows = d.find_elements(By.CSS_SELECTOR, "#hints-table tr[data-loss]")
@@ -282,6 +282,10 @@ def _play_whole_game(d, mode: str, seat: str, size: str, shots: Path) -> dict:
         assert history[plays]["player"] == name and history[plays]["by"] == "human"
         if done["double"] and len(history) > plays + 1:
             assert history[plays + 1]["by"] == "ai"  # the second click sent nothing
+        if mode == "hidden" and not done["undone"]:  # no undo: the button is not shown
+            assert not d.find_element(By.ID, "undo-btn").is_displayed()
+            assert "practice deal" in d.find_element(By.ID, "deal-info").text  # a seeded deal
+            done["undone"] = True
         if not done["undone"] and plays >= 10:
             _wait(d, HUMAN_TURN, what="the AI's reply")
             before = d.execute_script("return window.pasurApp.view.play_index")
