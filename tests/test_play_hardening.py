@@ -418,3 +418,22 @@ def test_analysis_under_way_is_shared():
     second.join(20)
     assert got == [{"plays": [1]}, {"plays": [1]}] and len(runs) == 1
     assert cache.compute(("k",), analyse) == {"plays": [1]} and len(runs) == 1
+
+
+def test_cross_site_requests_get_nothing(solutions):
+    """A page on another site may send "simple" requests (text/plain or form bodies) without
+    asking; the server reads bodies only as JSON, so they start no game, and it grants no
+    cross-origin access (a JSON POST from another site needs a preflight it never passes)."""
+    app = create_app(solutions=solutions)
+    client = TestClient(app, base_url=LOCAL)
+    evil = {"Origin": "http://evil.example.com"}
+    for kind in ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data"):
+        r = client.post("/api/games", content=b'{"mode": "open", "seed": 3}',
+                        headers={**evil, "content-type": kind})
+        assert r.status_code == 400, (kind, r.text)
+    assert len(app.state.store) == 0
+    r = client.options("/api/games", headers={**evil, "Access-Control-Request-Method": "POST",
+                                              "Access-Control-Request-Headers": "content-type"})
+    assert "access-control-allow-origin" not in r.headers
+    r = client.get("/api/options", headers=evil)
+    assert "access-control-allow-origin" not in r.headers
