@@ -179,3 +179,37 @@ def test_dense_regret_matching_in_place_is_bitwise_the_plain_rule(dtype) -> None
     assert torch.equal(out, plain)
     assert torch.equal(regret_matching_dense(regrets), plain)
     assert torch.equal(out[:, 0], torch.full_like(out[:, 0], 1.0 / 3))
+
+
+def test_regret_matching_treats_rounding_noise_as_zero() -> None:
+    """Issue 28: a regret within the rounding bound (tolerance x (sum of |regret| + value
+    scale)) counts as 0, the same in the segment, buffered and dense forms."""
+    import torch
+
+    from tensorcfr.core.public_tree import regret_matching_dense
+    from tensorcfr.core.regret import (REGRET_TOLERANCES, regret_matching,
+                                       regret_matching_into, regret_tolerance)
+
+    assert regret_tolerance(torch.float64) < regret_tolerance(torch.float32) < 1e-4
+    assert set(REGRET_TOLERANCES) >= {torch.float32, torch.float64}
+    # infoset 0: [2, 1e-15, 1e-12], only the 2 is kept; 1: a genuine regret; 2: all
+    # noise, with value scale 1
+    regrets = torch.tensor([2.0, 1e-15, 1e-12, 5.0, -1e-20, 3e-17, -3e-17],
+                           dtype=torch.float64)
+    action_infoset = torch.tensor([0, 0, 0, 1, 1, 2, 2])
+    strategy = regret_matching(regrets, action_infoset, 3,
+                               value_scale=torch.tensor([0.0, 0.0, 1.0], dtype=torch.float64))
+    expected = torch.tensor([1.0, 0.0, 0.0, 1.0, 0.0, 0.5, 0.5], dtype=torch.float64)
+    assert torch.equal(strategy, expected)
+    # without a value scale the all-noise row is a genuine (tiny) regret row
+    plain = regret_matching(regrets, action_infoset, 3)
+    assert torch.equal(plain[5:], torch.tensor([1.0, 0.0], dtype=torch.float64))
+    out = torch.empty_like(regrets)
+    uniform = torch.tensor([1 / 3] * 3 + [0.5] * 4, dtype=torch.float64)
+    regret_matching_into(regrets, action_infoset, torch.empty(3, dtype=torch.float64),
+                         uniform, torch.zeros((), dtype=torch.float64), out)
+    assert torch.equal(out, plain)
+    dense = torch.tensor([[2.0, 3e-17], [1e-12, -3e-17]], dtype=torch.float64)  # [A=2, 2]
+    got = regret_matching_dense(dense, value_scale=torch.tensor([0.0, 1.0],
+                                                                dtype=torch.float64))
+    assert torch.equal(got, torch.tensor([[1.0, 0.5], [0.0, 0.5]], dtype=torch.float64))

@@ -336,3 +336,56 @@ def test_betting_tree_matches_universal_poker() -> None:
             assert up_terms[key] == pytest.approx(stake), key
     game = n211.build_game(config)
     assert [t.num_nodes * p for t, p in zip(game.rounds, game.prefixes)] == [10, 90, 810]
+
+
+@pytest.mark.parametrize("algo", ["cfr", "cfr+"])
+def test_iterates_match_openspiel_for_100_iterations(tiny, algo: str) -> None:
+    """Issue 28: with the rounding bound of regret matching (regrets within rounding of 0
+    count as 0, :mod:`tensorcfr.core.regret`), the public-tree solver's iterates are
+    OpenSpiel's for 100 iterations, both storages: the average policy entry by entry and the
+    exploitability to 1e-9.  The reference is the generic engine on the flattened OpenSpiel
+    game, which equals OpenSpiel's CFRSolver / CFRPlusSolver (its regrets are summed
+    history by history in OpenSpiel's order; ``tests/test_cfr_parity.py``, and to 1e-15 at
+    2-20 iterations here); OpenSpiel's own Python solver takes about a minute an iteration
+    on this machine, so ``benchmarks/bench_numeral211_openspiel_parity.py`` runs it."""
+    from tensorcfr.core.best_response import exploitability as generic_expl
+    from tensorcfr.core.cfr import TensorCFRSolver
+
+    game, os_game, template, tree = tiny
+    generic = TensorCFRSolver(tree, algo)
+    solvers = {s: n211.make_solver(game, algo, storage=s) for s in ("classes", "cells")}
+    for t in range(1, 101):
+        generic.iterate(1)
+        for solver in solvers.values():
+            solver.iterate(1)
+        if t not in (5, 20, 100):
+            continue
+        reference = generic.average_policy()
+        expected = generic_expl(tree, reference).exploitability
+        for storage, solver in solvers.items():
+            policy = solver.average_policy()
+            ours = n211.exploitability(game, policy).exploitability
+            assert ours == pytest.approx(float(expected), abs=1e-9), (storage, t)
+            tab = og.policy_to_tabular(game, policy, os_game, template)
+            slots = _slots_from_tabular(tree, tab)
+            assert float((slots - reference).abs().max()) < 1e-9, (storage, t)
+
+
+def test_summation_order_does_not_change_the_iterates() -> None:
+    """Issue 28: 6789TA (24 cards, 2 bets a round), float64: the per-board matrix products
+    and the sort sweeps, one and two threads, give the same exploitability after 3
+    iterations (1e-12; with plain regret matching the sweeps' differed by 8e-6 chips)."""
+    config = GameConfig(ranks="6789TA", suits=4, max_bets=(2, 2, 2))
+    results = []
+    for dense, threads in ((True, 1), (False, 1), (True, 2)):
+        game = n211.build_game(config, dtype=torch.float64)
+        n211.class_game(game).dense = dense
+        before = torch.get_num_threads()
+        torch.set_num_threads(threads)
+        try:
+            solver = n211.make_solver(game, "cfr")
+            solver.iterate(3)
+        finally:
+            torch.set_num_threads(before)
+        results.append(n211.exploitability(game, solver.average_policy()).exploitability)
+    assert max(results) - min(results) < 1e-12, results

@@ -15,6 +15,21 @@ At every betting node (info-block) of a round, advisor ``p`` holds regrets ``R(e
 class plays ``sigma(q, a) = sum_p phi_pq sigma(e_p, a)`` with ``sigma(e_p)`` = regret
 matching on ``R(e_p)``; each iteration adds ``sum_q phi_pq r(q, a)`` to ``R(e_p, a)`` where
 ``r(q, a)`` is the class's counterfactual regret (the sum over its concrete infosets).
+How the regret of an action is measured (``regret_baseline``):
+
+* ``"advisor"`` (default; the paper's Eq. 9 / Proposition 1): against the advisor's own
+  strategy, ``R(e_p, a) += sum_q phi_pq (v(q, a) - sum_b sigma(e_p, b) v(q, b))``: each
+  advisor is a regret minimiser of its own, which the paper's regret bound needs.  From the
+  class regrets ``r(q, a) = v(q, a) - v(q)`` this is ``L(p, a) - sum_b sigma(e_p, b) L(p, b)``
+  with ``L = Phi r`` (the class baselines ``v(q)`` cancel, sigma(e_p) summing to 1);
+* ``"infoset"``: against the information set's mixed strategy, ``L(p, a)`` itself (the rule
+  before issue 28).
+
+With a one-hot Phi (bucket maps) the two are the same rule (``sigma(q) = sigma(e_p)``), and the
+solver adds ``L`` unchanged.
+Regret matching is :func:`~tensorcfr.core.public_tree.regret_matching_dense`, with each
+advisor's value scale ``sum_q phi_pq (the board-weighted value scales of q's cells)`` in the
+rounding bound (:mod:`tensorcfr.core.regret`).
 The average strategy averages the advisors' strategies, weighted by the reach of the hands
 they advise (``averaging="reach"``: with Phi = identity or one-hot this is exactly CFR's
 average on the abstract game) or uniformly over iterations (``averaging="uniform"``, the
@@ -45,7 +60,13 @@ from tensorcfr.core.public_tree import BoardSample, BoardSampling, PublicTreeGam
 from tensorcfr.core.regret import CFRVariant, average_decay
 from tensorcfr.errors import TensorCFRError
 
-__all__ = ["Embedding", "AbstractCFR"]
+__all__ = ["Embedding", "AbstractCFR", "REGRET_BASELINES"]
+
+REGRET_BASELINES: dict[str, str] = {
+    "advisor": "each advisor's regret against its own strategy (the paper's Eq. 9, default)",
+    "infoset": "the information set's regret lifted through Phi (the rule before issue 28)",
+}
+"""The ``regret_baseline`` values of :class:`AbstractCFR`, with their descriptions."""
 
 
 @dataclass
@@ -114,6 +135,11 @@ class Embedding:
                          self.prefer_dense)
 
     @property
+    def is_one_hot(self) -> bool:
+        """True when every column is one advisor (a bucket map: k = 1 with weight 1)."""
+        return self.index.shape[0] == 1 and bool((self.weight == 1).all())
+
+    @property
     def is_dense(self) -> bool:
         """True when every column keeps all m entries and products run dense."""
         return self.prefer_dense and self.index.shape[0] >= max(2, self.num_advisors)
@@ -165,11 +191,13 @@ class _Buffers:
     """Duck-typed solver for :func:`public_pass`: instantaneous regrets / weighted
     strategies."""
 
-    def __init__(self, regrets: list[Tensor], average: list[Tensor], iteration: int) -> None:
+    def __init__(self, regrets: list[Tensor], average: list[Tensor], iteration: int,
+                 regret_scale: list[Tensor] | None = None) -> None:
         self.regrets = regrets
         self.average = average
         self.iteration = iteration
         self.variant = CFRVariant("cfr")
+        self.regret_scale = regret_scale
 
 
 class AbstractCFR:
@@ -181,15 +209,22 @@ class AbstractCFR:
     or ``cfr+``; ``averaging``: ``"reach"`` or ``"uniform"`` (see the module docstring);
     ``sampling``: ``None`` (exact full sweeps), a
     :class:`~tensorcfr.core.public_tree.BoardSampling` or an int (boards drawn per parent
-    board; 0 = every board through the sampled code path, which equals the full sweep).
+    board; 0 = every board through the sampled code path, which equals the full sweep);
+    ``regret_baseline``: ``"advisor"`` (default, the paper's) or ``"infoset"`` (see the
+    module docstring and :data:`REGRET_BASELINES`).
     """
 
     def __init__(self, game: PublicTreeGame, cell_class: Sequence[np.ndarray],
                  board_weight: Sequence[np.ndarray], embeddings: Sequence[Embedding], *,
                  algo: str = "cfr", averaging: str = "reach",
                  dtype: torch.dtype = torch.float32, device: torch.device | str = "cpu",
-                 sampling: BoardSampling | int | None = None) -> None:
+                 sampling: BoardSampling | int | None = None,
+                 regret_baseline: str = "advisor") -> None:
         self.variant = CFRVariant.parse(algo)
+        if regret_baseline not in REGRET_BASELINES:
+            raise TensorCFRError(f"regret baseline must be one of "
+                                 f"{', '.join(REGRET_BASELINES)}, got {regret_baseline!r}")
+        self.regret_baseline = regret_baseline
         if self.variant.name not in ("cfr", "cfr+"):
             raise TensorCFRError(f"abstract CFR runs cfr or cfr+, not {algo!r}")
         if averaging not in ("reach", "uniform"):
@@ -227,6 +262,9 @@ class AbstractCFR:
         self.regrets = [torch.zeros((t.num_slots, p, e.num_advisors), **kw)
                         for t, p, e in zip(rounds, self.prefixes, self.embeddings)]
         self.average = [torch.zeros_like(x) for x in self.regrets]
+        # each advisor's value scale (regret matching's rounding bound), per decision node
+        self.regret_scale = [torch.zeros((t.num_nodes, p, e.num_advisors), **kw)
+                             for t, p, e in zip(rounds, self.prefixes, self.embeddings)]
         self.advisor_strategy = [torch.zeros_like(x) for x in self.regrets]
         self._cell_shapes = [(t.num_slots, p, b, round_hands(game, r))
                              for r, (t, p, b) in enumerate(zip(rounds, self.prefixes,
@@ -240,6 +278,10 @@ class AbstractCFR:
             self._refresh(player)
 
     # ------------------------------------------------------------------ mappings
+    def _node_index(self, r: int, sl: slice) -> int:
+        """Decision node of round r whose slots are ``sl``."""
+        return self.game.rounds[r].slot_offsets.index(sl.start)
+
     def _node_slices(self, r: int) -> list[tuple[int, slice]]:
         tmpl = self.game.rounds[r]
         return [(tmpl.players[j], slice(o, o + a))
@@ -298,8 +340,9 @@ class AbstractCFR:
             for acting, sl in self._node_slices(r):
                 if acting != player:
                     continue
-                sigma = regret_matching_dense(self.regrets[r][sl],
-                                              out=self.advisor_strategy[r][sl])
+                sigma = regret_matching_dense(
+                    self.regrets[r][sl], value_scale=self.regret_scale[r][self._node_index(r, sl)],
+                    out=self.advisor_strategy[r][sl])
                 if self.cell_strategy:
                     self._classes_to_cells(r, emb.down(sigma), self.cell_strategy[r][sl])
 
@@ -314,9 +357,11 @@ class AbstractCFR:
                 continue
             for player in (0, 1):
                 inst_r, inst_w = self._pass_buffers(player)
+                inst_s = [x.new_zeros((tmpl.num_nodes,) + x.shape[1:3] + (1,))
+                          for tmpl, x in zip(self.game.rounds, inst_r)]
                 public_pass(self.game, self.cell_strategy, player, "cfr",
-                            solver=_Buffers(inst_r, inst_w, t))
-                self.accumulate_pass(player, list(inst_r), list(inst_w), t)
+                            solver=_Buffers(inst_r, inst_w, t, inst_s))
+                self.accumulate_pass(player, list(inst_r), list(inst_w), t, inst_s)
                 self._refresh(player)
 
     def _pass_buffers(self, player: int) -> tuple[list[Tensor], list[Tensor]]:
@@ -337,36 +382,54 @@ class AbstractCFR:
         return buffers
 
     def accumulate_pass(self, player: int, inst_r: list[Tensor], inst_w: list[Tensor],
-                        t: int) -> None:
+                        t: int, inst_s: list[Tensor] | None = None) -> None:
         """Add one full-sweep pass's cell regrets and own-reach weighted strategies
         (``inst_r`` / ``inst_w``: per round [S_r, P_r, B_r, H], freed as they are read) to
-        ``player``'s advisor tables at iteration ``t`` (also used by CFR-BR)."""
+        ``player``'s advisor tables at iteration ``t`` (also used by CFR-BR); ``inst_s``:
+        the pass's value scales per round [N_r, P_r, B_r, 1] (None: the advisors' value
+        scales stay as they are)."""
         decay = average_decay(self.variant, t)
         for r in range(len(self.game.rounds)):
+            h = round_hands(self.game, r)
             for acting, sl in self._node_slices(r):
                 if acting == player:  # the pass wrote only the player's slots
+                    scale_c = None
+                    if inst_s is not None:
+                        j = self._node_index(r, sl)
+                        cells = inst_s[r][j:j + 1].expand(-1, -1, -1, h).contiguous()
+                        scale_c = self._cells_to_classes(r, cells)[0]
                     self._update_node(r, sl, self._cells_to_classes(r, inst_r[r][sl]),
                                       self._cells_to_classes(r, inst_w[r][sl]),
-                                      self.embeddings[r], decay)
+                                      self.embeddings[r], decay, scale_c)
             inst_r[r] = inst_w[r] = None  # type: ignore[call-overload]
 
     def _update_advisors(self, r: int, player: int, regret_c: Tensor, weighted_c: Tensor,
-                         emb: Embedding, decay: float) -> None:
+                         emb: Embedding, decay: float, scale_c: Tensor | None = None) -> None:
         """Add class regrets [S, P, C'] (through ``emb``: C' columns) to the advisors of
-        ``player``'s nodes of round r and accumulate their average strategy."""
+        ``player``'s nodes of round r and accumulate their average strategy (``scale_c``:
+        the classes' value scales per node [N, P, C'], or None)."""
         for acting, sl in self._node_slices(r):
             if acting == player:
-                self._update_node(r, sl, regret_c[sl], weighted_c[sl], emb, decay)
+                self._update_node(r, sl, regret_c[sl], weighted_c[sl], emb, decay,
+                                  None if scale_c is None else scale_c[self._node_index(r, sl)])
 
     def _update_node(self, r: int, sl: slice, regret_c: Tensor, weighted_c: Tensor,
-                     emb: Embedding, decay: float) -> None:
+                     emb: Embedding, decay: float, scale_c: Tensor | None = None) -> None:
         """One node's part of :meth:`_update_advisors` (``regret_c`` / ``weighted_c``:
-        [A, P, C'] of its slots)."""
+        [A, P, C'] of its slots; ``scale_c`` [P, C'] the classes' value scales or None).
+
+        The advisor baseline subtracts ``sum_b sigma(e_p, b) L(p, b)`` from the lifted
+        regrets ``L``, sigma being the strategy the advisors played this iteration."""
         regrets = self.regrets[r][sl]
-        regrets.add_(emb.up(regret_c))
+        sigma = self.advisor_strategy[r][sl]
+        lifted = emb.up(regret_c)  # [A, P, m]
+        if self.regret_baseline == "advisor" and not emb.is_one_hot:
+            lifted.sub_((lifted * sigma).sum(0, keepdim=True))
+        regrets.add_(lifted)
         if self.variant.floors_regrets:
             regrets.clamp_min_(0)
-        sigma = self.advisor_strategy[r][sl]
+        if scale_c is not None:
+            self.regret_scale[r][self._node_index(r, sl)].add_(emb.up(scale_c))
         if self.averaging == "reach":
             contrib = sigma * emb.up(weighted_c.sum(0, keepdim=True))
         else:
@@ -404,19 +467,22 @@ class AbstractCFR:
                 strategy.append(flat.reshape(s, p, n, h))
             inst_r = [torch.zeros_like(x) for x in strategy]
             inst_w = [torch.zeros_like(x) for x in strategy]
-            public_pass(self.game, strategy, player, "cfr", solver=_Buffers(inst_r, inst_w, t),
-                        sample=sample)
+            inst_s = [x.new_zeros((tmpl.num_nodes,) + x.shape[1:3] + (1,))
+                      for tmpl, x in zip(self.game.rounds, strategy)]
+            public_pass(self.game, strategy, player, "cfr",
+                        solver=_Buffers(inst_r, inst_w, t, inst_s), sample=sample)
             del strategy
             for r, (n, inverse, classes, weight, emb) in enumerate(cells):
                 sums = []
-                for inst in (inst_r[r], inst_w[r]):
+                scale_cells = inst_s[r].expand(-1, -1, -1, h).contiguous()
+                for inst in (inst_r[r], inst_w[r], scale_cells):
                     s, p = inst.shape[:2]
                     out = torch.zeros((s, p, len(classes) + 1), dtype=self.dtype,
                                       device=self.device)
                     out.index_add_(2, inverse, inst.reshape(s, p, -1).mul_(weight))
                     sums.append(out[:, :, :len(classes)])
-                inst_r[r] = inst_w[r] = None  # type: ignore[call-overload]
-                self._update_advisors(r, player, sums[0], sums[1], emb, decay)
+                inst_r[r] = inst_w[r] = inst_s[r] = None  # type: ignore[call-overload]
+                self._update_advisors(r, player, sums[0], sums[1], emb, decay, sums[2])
             self._refresh(player)
 
     def advisor_average(self) -> list[Tensor]:
@@ -446,13 +512,15 @@ class AbstractCFR:
     # ------------------------------------------------------------------ state
     def state_arrays(self) -> dict[str, np.ndarray]:
         """Arrays that determine the solver state: per round the advisor regrets
-        ``regrets_<r>`` and cumulative strategies ``average_<r>`` ([S_r, P_r, m_r]).  With
+        ``regrets_<r>`` and cumulative strategies ``average_<r>`` ([S_r, P_r, m_r]) and value
+        scales ``scale_<r>`` ([N_r, P_r, m_r]).  With
         :attr:`iteration` they resume a run bitwise (the current strategy is their regret
         matching; nothing else is carried between iterations)."""
         arrays: dict[str, np.ndarray] = {}
         for r in range(len(self.regrets)):
             arrays[f"regrets_{r}"] = self.regrets[r].cpu().numpy()
             arrays[f"average_{r}"] = self.average[r].cpu().numpy()
+            arrays[f"scale_{r}"] = self.regret_scale[r].cpu().numpy()
         return arrays
 
     def load_state_arrays(self, arrays: dict[str, np.ndarray], iteration: int) -> None:
@@ -465,8 +533,12 @@ class AbstractCFR:
             raise CorruptFileError(f"checkpoint iteration must be >= 0, got {iteration!r}")
         want = str(self.dtype).removeprefix("torch.")
         for r in range(len(self.regrets)):
-            for name, target in (("regrets", self.regrets[r]), ("average", self.average[r])):
+            self.regret_scale[r].zero_()
+            for name, target in (("regrets", self.regrets[r]), ("average", self.average[r]),
+                                 ("scale", self.regret_scale[r])):
                 key = f"{name}_{r}"
+                if key not in arrays and name == "scale":
+                    continue  # written before the value scale existed: zero scale
                 if key not in arrays:
                     raise CorruptFileError(f"checkpoint lacks {key}")
                 arr = np.asarray(arrays[key])

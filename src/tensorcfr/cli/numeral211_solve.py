@@ -235,6 +235,11 @@ def solve_command(
         "temperature (unit: the mean distance to the own centre; 0 = the nearest centre)."),
     averaging: str = typer.Option("reach", "--averaging", help="Abstract solving: average "
                                   "advisor strategies weighted by reach, or uniform."),
+    regret_baseline: str = typer.Option(
+        "advisor", "--regret-baseline", help="Embedding CFR: measure each advisor's regret "
+        "against its own strategy (advisor: the paper's Eq. 9, default) or against the "
+        "information set's mixed strategy (infoset: the rule before issue 28); one rule for "
+        "a bucket map."),
     cfr_br: bool = typer.Option(False, "--cfr-br", help="With --abstraction/--embedding: "
                                 "the abstraction's floor by CFR-BR (each seat trains on the "
                                 "abstraction against the full game's best response); prints "
@@ -275,6 +280,7 @@ def solve_command(
         if abstract:
             settings = AbstractSolveSettings(abstraction=abstraction, embedding=embedding,
                                              game=game, phi_top=phi_top, averaging=averaging,
+                                             regret_baseline=regret_baseline,
                                              soft_temperature=soft_temperature,
                                              cfr_br=cfr_br, **common)  # type: ignore[arg-type]
         else:

@@ -58,7 +58,9 @@ from tensorcfr.core.regret import (
     discount_factor,
     discount_regrets,
     normalize_strategy,
+    positive_regret_bound,
     regret_matching_into,
+    regret_tolerance,
 )
 from tensorcfr.core.policy_io import read_checkpoint, save_checkpoint
 from tensorcfr.core.tree import KIND_CHANCE, KIND_TERMINAL, LevelTree, estimate_tree_bytes
@@ -407,12 +409,23 @@ def _regret_matching_uniform(regrets: Tensor, action_infoset: Tensor, totals: Te
         return regret_matching_into(regrets, action_infoset, totals, uniform, zero, out=out)
     first, second = buffers
     pieces = _chunks(int(regrets.numel()), int(first.numel()))
+    tol = regret_tolerance(regrets.dtype)
     totals.zero_()
     for c0, c1 in pieces:
-        positive = torch.clamp_min(regrets[c0:c1], 0, out=first[:c1 - c0])
-        totals.index_add_(0, action_infoset[c0:c1], positive)
+        magnitude = torch.abs(regrets[c0:c1], out=first[:c1 - c0])
+        totals.index_add_(0, action_infoset[c0:c1], magnitude)
+    bound = positive_regret_bound(totals, None, tol).clone()  # [I]
+
+    def positive_part(c0: int, c1: int) -> Tensor:
+        slot_bound = torch.index_select(bound, 0, action_infoset[c0:c1], out=second[:c1 - c0])
+        return torch.where(regrets[c0:c1] > slot_bound, regrets[c0:c1], zero,
+                           out=first[:c1 - c0])
+
+    totals.zero_()
     for c0, c1 in pieces:
-        positive = torch.clamp_min(regrets[c0:c1], 0, out=first[:c1 - c0])
+        totals.index_add_(0, action_infoset[c0:c1], positive_part(c0, c1))
+    for c0, c1 in pieces:
+        positive = positive_part(c0, c1)
         slot_totals = torch.index_select(totals, 0, action_infoset[c0:c1],
                                          out=second[:c1 - c0])
         torch.where(slot_totals > zero, positive.div_(slot_totals), uniform[c0:c1],
@@ -482,6 +495,7 @@ class _NumpyPasses:
         self.action_infoset = [t.numpy() for t in flat.local_action_infoset]
         self.uniform = [t.numpy() for t in flat.uniform]
         self.num_infosets = [i1 - i0 for i0, i1 in flat.infoset_range]
+        self.tolerance = regret_tolerance(solver.dtype)
 
     @staticmethod
     def _forward(views: list[tuple]) -> None:
@@ -588,8 +602,12 @@ class _NumpyPasses:
         # Regret matching (PCFR+: on regrets + prediction), into the strategy buffer.
         if self.variant.predictive:
             regrets = regrets + self.predictions[p]
-        positive = np.maximum(regrets, 0.0)
+        # (the rule of tensorcfr.core.regret.regret_matching: regrets within the rounding
+        # bound of the infoset's sum of |regret| count as 0)
         action_infoset = self.action_infoset[p]
+        bound = np.bincount(action_infoset, np.abs(regrets), self.num_infosets[p])
+        bound *= self.tolerance
+        positive = np.where(regrets > bound[action_infoset], regrets, 0.0)
         slot_totals = np.bincount(action_infoset, positive, self.num_infosets[p])[
             action_infoset]
         has_total = slot_totals > 0.0

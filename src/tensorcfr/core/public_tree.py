@@ -30,7 +30,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from tensorcfr.core.regret import CFRVariant, update_average, update_regrets
+from tensorcfr.core.regret import CFRVariant, discount_scale, positive_regret_bound, \
+    regret_tolerance, update_average, update_regrets
 from tensorcfr.errors import CorruptFileError, MemoryLimitError, TensorCFRError
 
 __all__ = [
@@ -122,21 +123,29 @@ class PublicTreeGame(Protocol):
     # cards its board stands for)`` into position ``sample.parents[r][i]``.
 
 
-def regret_matching_dense(regrets: Tensor, *, out: Tensor | None = None) -> Tensor:
+def regret_matching_dense(regrets: Tensor, *, value_scale: Tensor | None = None,
+                          tolerance: float | None = None,
+                          out: Tensor | None = None) -> Tensor:
     """Regret matching over the leading action axis: ``regrets`` [A, ...] -> strategy [A, ...].
 
-    Positive regrets normalised per infoset, uniform where they sum to 0 (the rule of
-    :func:`tensorcfr.core.regret.regret_matching`, for a dense action axis).  ``out``: a
-    tensor of ``regrets``' shape to write into (not ``regrets`` itself); the rule then runs
-    in three passes over the array (clamp, sum, one fused divide-add) and allocates only
-    per-infoset temporaries, which is what keeps large rounds cheap (a fresh array of a
-    few hundred MB costs several times the arithmetic in page faults)."""
+    The rule of :func:`tensorcfr.core.regret.regret_matching` for a dense action axis:
+    regrets above :func:`~tensorcfr.core.regret.positive_regret_bound` (``tolerance`` times
+    the infoset's sum of |regret| plus ``value_scale`` [...], the solver's cumulative value
+    scale, broadcast over the action axis) normalised per infoset, uniform where there are
+    none.  ``tolerance``: default :func:`~tensorcfr.core.regret.regret_tolerance` of the
+    dtype.  ``out``: a tensor of ``regrets``' shape to write into (not ``regrets`` itself);
+    the rule then allocates only per-infoset temporaries and one mask, which is what keeps
+    large rounds cheap (a fresh array of a few hundred MB costs several times the
+    arithmetic in page faults)."""
     if out is None:
         out = torch.empty_like(regrets)
-    torch.clamp(regrets, min=0, out=out)
+    tol = regret_tolerance(regrets.dtype) if tolerance is None else tolerance
+    torch.abs(regrets, out=out)
+    bound = positive_regret_bound(out.sum(0, keepdim=True), value_scale, tol)
+    torch.where(regrets > bound, regrets, regrets.new_zeros(()), out=out)
     total = out.sum(0, keepdim=True)
     positive = total > 0
-    # where the sum is 0 every clamped regret is 0: 0 / 1 + 1/A; elsewhere x / total + 0
+    # where the sum is 0 every kept regret is 0: 0 / 1 + 1/A; elsewhere x / total + 0
     # (bitwise the quotient of the plain rule)
     divisor = torch.where(positive, total, torch.ones_like(total))
     uniform = (~positive).to(out.dtype).mul_(1.0 / regrets.shape[0])
@@ -360,11 +369,13 @@ class _InstantBuffers:
     """Duck-typed solver for :func:`public_pass`: collects instantaneous regrets and
     reach-weighted strategies (vanilla-CFR update rules add them to zeroed buffers)."""
 
-    def __init__(self, regrets: list[Tensor], average: list[Tensor], iteration: int) -> None:
+    def __init__(self, regrets: list[Tensor], average: list[Tensor], iteration: int,
+                 regret_scale: list[Tensor] | None = None) -> None:
         self.regrets = regrets
         self.average = average
         self.iteration = iteration
         self.variant = CFRVariant("cfr")
+        self.regret_scale = regret_scale
 
 
 class PublicTreeCFR:
@@ -421,6 +432,11 @@ class PublicTreeCFR:
         self.regrets = [torch.zeros(s, dtype=dtype, device=self.device) for s in shapes]
         self.average = [torch.zeros(s, dtype=dtype, device=self.device) for s in shapes]
         self.strategy = [torch.zeros(s, dtype=dtype, device=self.device) for s in shapes]
+        # the value scale of regret matching's rounding bound: one entry per decision node,
+        # prefix and board (see public_pass)
+        self.regret_scale = [torch.zeros((t.num_nodes,) + s[1:3] + (1,), dtype=dtype,
+                                         device=self.device)
+                             for t, s in zip(game.rounds, shapes)]
         for p in (0, 1):
             self._refresh_strategy(p)
 
@@ -433,7 +449,9 @@ class PublicTreeCFR:
         for r, tmpl in enumerate(self.game.rounds):
             for j, sl in enumerate(self._node_slices(r)):
                 if tmpl.players[j] == player:
-                    regret_matching_dense(self.regrets[r][sl], out=self.strategy[r][sl])
+                    regret_matching_dense(self.regrets[r][sl],
+                                          value_scale=self.regret_scale[r][j],
+                                          out=self.strategy[r][sl])
 
     def average_policy(self) -> list[Tensor]:
         """Average strategy per round [S_r, P_r, B_r, H] (normalised per node and hand)."""
@@ -470,16 +488,20 @@ class PublicTreeCFR:
             sub = [s.index_select(2, b) for s, b in zip(self.strategy, sample.boards)]
             inst_r = [torch.zeros_like(x) for x in sub]
             inst_w = [torch.zeros_like(x) for x in sub]
+            inst_s = [x.new_zeros((tmpl.num_nodes,) + x.shape[1:3] + (1,))
+                      for tmpl, x in zip(self.game.rounds, sub)]
             public_pass(self.game, sub, player, "cfr",
-                        solver=_InstantBuffers(inst_r, inst_w, t),  # type: ignore[arg-type]
-                        sample=sample)
+                        solver=_InstantBuffers(inst_r, inst_w, t,  # type: ignore[arg-type]
+                                               inst_s), sample=sample)
             del sub
             for r, (uniq, inverse) in enumerate(uniques):
                 w = sample.importance[r][:, None]
                 shape = (inst_r[r].shape[0], inst_r[r].shape[1], len(uniq), inst_r[r].shape[3])
                 acc_r = inst_r[r].new_zeros(shape).index_add_(2, inverse, inst_r[r].mul_(w))
                 acc_w = inst_w[r].new_zeros(shape).index_add_(2, inverse, inst_w[r].mul_(w))
-                inst_r[r] = inst_w[r] = None  # type: ignore[call-overload]
+                acc_s = inst_s[r].new_zeros((inst_s[r].shape[0],) + shape[1:3] + (1,))
+                acc_s.index_add_(2, inverse, inst_s[r].mul_(w))
+                inst_r[r] = inst_w[r] = inst_s[r] = None  # type: ignore[call-overload]
                 tmpl = self.game.rounds[r]
                 for j, sl in enumerate(self._node_slices(r)):
                     if tmpl.players[j] != player:
@@ -488,10 +510,13 @@ class PublicTreeCFR:
                     if self.variant.floors_regrets:
                         regrets.clamp_min_(0)
                     self.regrets[r][sl].index_copy_(2, uniq, regrets)
+                    scale = self.regret_scale[r][j].index_select(1, uniq).add_(acc_s[j])
+                    self.regret_scale[r][j].index_copy_(1, uniq, scale)
                     average = self.average[r][sl].index_select(2, uniq)
                     self.average[r][sl].index_copy_(2, uniq, average.add_(acc_w[sl],
                                                                          alpha=weight_t))
-                    self.strategy[r][sl].index_copy_(2, uniq, regret_matching_dense(regrets))
+                    self.strategy[r][sl].index_copy_(2, uniq, regret_matching_dense(
+                        regrets, value_scale=scale))
 
     # ------------------------------------------------------------------ state
     def state_arrays(self) -> dict[str, np.ndarray]:
@@ -500,13 +525,20 @@ class PublicTreeCFR:
         for r in range(len(self.regrets)):
             arrays[f"regrets_{r}"] = self.regrets[r].cpu().numpy()
             arrays[f"average_{r}"] = self.average[r].cpu().numpy()
+            arrays[f"scale_{r}"] = self.regret_scale[r].cpu().numpy()
         return arrays
 
     def load_state_arrays(self, arrays: dict[str, np.ndarray], iteration: int) -> None:
-        """Restore :meth:`state_arrays` (shapes and dtype checked: CorruptFileError)."""
+        """Restore :meth:`state_arrays` (shapes and dtype checked: CorruptFileError).  A
+        checkpoint written before the value scale existed (no ``scale_<r>``) resumes with
+        a zero scale: the rounding bound then rests on the regrets alone."""
         for r in range(len(self.regrets)):
-            for name, target in (("regrets", self.regrets[r]), ("average", self.average[r])):
+            self.regret_scale[r].zero_()
+            for name, target in (("regrets", self.regrets[r]), ("average", self.average[r]),
+                                 ("scale", self.regret_scale[r])):
                 key = f"{name}_{r}"
+                if key not in arrays and name == "scale":
+                    continue
                 if key not in arrays:
                     raise CorruptFileError(f"checkpoint lacks {key}")
                 arr = arrays[key]
@@ -532,7 +564,11 @@ def public_pass(game: PublicTreeGame, strategy: Sequence[Tensor], player: int, m
     ``player``'s updates by :func:`~tensorcfr.core.regret.update_regrets` /
     ``update_average`` with ``solver.variant`` at iteration ``solver.iteration``; tensors of
     the strategy's shape), ``"br"`` (best response of ``player`` to the other's strategy)
-    or ``"eval"`` (values of the strategy profile).  ``sample``: a :class:`BoardSample`
+    or ``"eval"`` (values of the strategy profile).  A solver with ``regret_scale`` (per
+    round [N_r, P_r, B_r, 1], one entry per decision node and public state) also accumulates
+    there the value scale of ``player``'s public states, ``max_h sum_a |v(h, a)|`` over the
+    hands (discounted as the variant's regrets), which regret matching's rounding bound uses.
+    ``sample``: a :class:`BoardSample`
     (public chance sampling): only its positions are visited and each chance sum is the
     sample's weighted estimate; the root values are then an unbiased estimate of the exact
     ones.  ``best_response`` (mode ``"br"`` only): per round tensors of the strategy's shape
@@ -654,9 +690,19 @@ def public_pass(game: PublicTreeGame, strategy: Sequence[Tensor], player: int, m
                 for a in range(1, len(child_values)):
                     value.addcmul_(child_values[a], sigma[a])
                 if mode == "cfr" and solver is not None:
+                    t = solver.iteration
+                    scales = getattr(solver, "regret_scale", None)
+                    if scales is not None:
+                        # the value scale of the rounding bound: the largest sum_a |v_t(I, a)|
+                        # over the hands of the public state (see regret_matching_dense)
+                        magnitude = child_values[0].abs()
+                        for cv in child_values[1:]:
+                            magnitude.add_(cv.abs())
+                        scale = scales[r][j]
+                        scale.add_(magnitude.amax(-1, keepdim=True))
+                        discount_scale(scale, solver.variant, t)
                     # the update rules are element-wise: one action slot at a time, each
                     # child's values (used once) turned into its instantaneous regret in place
-                    t = solver.iteration
                     for a, cv in enumerate(child_values):
                         slot = sl.start + a
                         regrets = solver.regrets[r][slot]

@@ -21,6 +21,24 @@ pcfr+     ``max(R_{t-1} + r_t, 0)``; the solver plays regret     ``t^gamma`` (de
           matching on ``R_t + r_t`` (prediction = last regret)
 ========  ======================================================  ==========================
 
+Regret matching counts a regret as positive only when it exceeds the rounding bound of its
+information set (:func:`positive_regret_bound`): ``R(I, a) > tol * (sum_b |R(I, b)| +
+V(I))``, where ``tol`` is :func:`regret_tolerance` of the dtype (1e-10 in float64, 1e-5 in
+float32) and ``V(I)`` is the solver's cumulative *value scale* of I (the sum over iterations
+of ``sum_a |v_t(I, a)|``, the counterfactual action values whose differences build the
+regrets) where the solver tracks it, else 0.  Why: a regret is a sum of many products; its
+rounding error is bounded by about ``n * eps`` times the sum of the magnitudes it adds up
+(``V(I)`` bounds that sum up to a factor 2), so a regret below ``tol * scale`` cannot be told
+from 0 in the dtype.  Exact arithmetic gives exact zeros there (ties: actions of equal
+value, or contributions that cancel by symmetry), and OpenSpiel, which sums history by
+history, keeps them exact; a solver that sums in another order (per-hand matrix products,
+threads, a GPU) gets +-1e-17 instead, and plain regret matching turns that noise into a pure
+strategy.  The rule makes every summation order play the tie as exact arithmetic does.
+It moves a genuine regret only when it is below ``tol * scale``: regret matching on regrets
+within ``delta = tol * scale`` of the true ones keeps Blackwell's bound up to an added
+``2 * A * delta * |r_t|`` a step, i.e. an average-regret floor of about
+``Delta * sqrt(2 * A * tol)`` (Delta = payoff range), 2e-5 Delta in float64.
+
 These match OpenSpiel's ``CFRSolver`` / ``CFRPlusSolver`` (regret matching+ with linear
 averaging) and ``DCFRSolver`` / ``LCFRSolver`` (discount applied after adding ``r_t``).
 The weighted averages are stored *normalised*: instead of ``S_t = S_{t-1} + t^g w_t`` we
@@ -44,6 +62,10 @@ __all__ = [
     "VARIANT_NAMES",
     "regret_matching",
     "regret_matching_into",
+    "regret_tolerance",
+    "REGRET_TOLERANCES",
+    "positive_regret_bound",
+    "discount_scale",
     "uniform_slot_probabilities",
     "update_regrets",
     "discount_regrets",
@@ -133,14 +155,64 @@ def segment_sum(values: Tensor, segment_ids: Tensor, num_segments: int) -> Tenso
     return out.index_add_(0, segment_ids, values)
 
 
-def regret_matching(regrets: Tensor, action_infoset: Tensor, num_infosets: int) -> Tensor:
+REGRET_TOLERANCES: dict[torch.dtype, float] = {
+    torch.float64: 1e-10,  # unit roundoff 1.1e-16: ~1e6 rounding steps of margin
+    torch.float32: 1e-5,  # unit roundoff 6.0e-8: ~170 rounding steps of margin
+    torch.float16: 1e-2,
+    torch.bfloat16: 1e-1,
+}
+"""Relative tolerance of :func:`positive_regret_bound` per dtype: a regret within
+``tolerance * scale`` of 0 is rounding noise (see the module docstring)."""
+
+
+def regret_tolerance(dtype: torch.dtype) -> float:
+    """The relative tolerance of regret matching for ``dtype`` (:data:`REGRET_TOLERANCES`)."""
+    try:
+        return REGRET_TOLERANCES[dtype]
+    except KeyError:
+        raise TensorCFRError(f"no regret tolerance for dtype {dtype}") from None
+
+
+def positive_regret_bound(abs_sum: Tensor, value_scale: Tensor | None,
+                          tolerance: float) -> Tensor:
+    """The bound a regret must exceed to count as positive: ``tolerance * (abs_sum +
+    value_scale)`` (``abs_sum``: sum over the infoset's actions of |R|; ``value_scale``:
+    the solver's cumulative value scale of the infoset, broadcastable, or None).  Computed
+    in place in ``abs_sum``."""
+    if value_scale is not None:
+        abs_sum.add_(value_scale)
+    return abs_sum.mul_(tolerance)
+
+
+def discount_scale(scale: Tensor, variant: CFRVariant, iteration: int) -> Tensor:
+    """Discount a cumulative value scale (>= 0) as the variant discounts regrets that
+    include iteration ``iteration``: LCFR's ``t / (t + 1)``, DCFR's larger of its two
+    factors (an upper bound on every regret's), nothing for cfr / cfr+ / pcfr+."""
+    name = variant.name
+    if name == "lcfr":
+        return scale.mul_(discount_factor(iteration, 1.0))
+    if name == "dcfr":
+        return scale.mul_(max(discount_factor(iteration, variant.alpha),
+                              discount_factor(iteration, variant.beta)))
+    return scale
+
+
+def regret_matching(regrets: Tensor, action_infoset: Tensor, num_infosets: int, *,
+                    value_scale: Tensor | None = None,
+                    tolerance: float | None = None) -> Tensor:
     """Current strategy from cumulative regrets (regret matching).
 
     ``regrets`` [A] (one value per infoset-action slot), ``action_infoset`` [A] long (the
-    infoset of each slot).  Returns the strategy [A]: positive regrets normalised within each
-    infoset, uniform over the infoset's actions where its positive regrets sum to 0.
+    infoset of each slot); ``value_scale`` [I] (optional, the solver's cumulative value
+    scale per infoset); ``tolerance`` (default :func:`regret_tolerance` of the dtype).
+    Returns the strategy [A]: the regrets above :func:`positive_regret_bound` normalised
+    within each infoset, uniform over the infoset's actions where there are none.
     """
-    positive = regrets.clamp_min(0)
+    tol = regret_tolerance(regrets.dtype) if tolerance is None else tolerance
+    bound = positive_regret_bound(segment_sum(regrets.abs(), action_infoset, num_infosets),
+                                  value_scale, tol)
+    positive = torch.where(regrets > bound.index_select(0, action_infoset), regrets,
+                           regrets.new_zeros(()))
     totals = segment_sum(positive, action_infoset, num_infosets)  # [I]
     counts = segment_sum(torch.ones_like(positive), action_infoset, num_infosets)  # [I]
     slot_totals = totals.index_select(0, action_infoset)
@@ -150,15 +222,23 @@ def regret_matching(regrets: Tensor, action_infoset: Tensor, num_infosets: int) 
 
 
 def regret_matching_into(regrets: Tensor, action_infoset: Tensor, totals: Tensor,
-                         uniform: Tensor, zero: Tensor, out: Tensor) -> Tensor:
+                         uniform: Tensor, zero: Tensor, out: Tensor, *,
+                         tolerance: float | None = None) -> Tensor:
     """:func:`regret_matching` with preallocated buffers, written into ``out``; bitwise the
-    same result (the same operations, without recounting each infoset's actions).
+    same result (the same operations, without recounting each infoset's actions; no value
+    scale: the callers sum history by history in OpenSpiel's order, so exact ties stay
+    exact and only the infoset's own regrets set the bound).
 
     ``regrets`` [A], ``action_infoset`` [A] long; ``totals`` [I] scratch (overwritten);
     ``uniform`` [A] ``1 / (number of actions of the slot's infoset)``; ``zero`` a 0-dim
     tensor of the dtype; ``out`` [A] receives the strategy (not ``regrets`` itself).
     """
-    positive = regrets.clamp_min(0)
+    tol = regret_tolerance(regrets.dtype) if tolerance is None else tolerance
+    magnitude = torch.abs(regrets, out=out)
+    totals.zero_()
+    totals.index_add_(0, action_infoset, magnitude)
+    bound = positive_regret_bound(totals, None, tol).index_select(0, action_infoset)
+    positive = torch.where(regrets > bound, regrets, zero)
     totals.zero_()
     totals.index_add_(0, action_infoset, positive)
     slot_totals = totals.index_select(0, action_infoset)

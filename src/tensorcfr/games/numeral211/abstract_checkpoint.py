@@ -54,7 +54,8 @@ def save_abstract_checkpoint(path: str | Path, solver: AbstractCFR, config: Game
         "format": ABSTRACT_CHECKPOINT_FORMAT, "game": config.to_dict(),
         "iteration": solver.iteration, "solver": "cfr-br" if cfr_br is not None else "cfr",
         "algo": solver.variant.name, "averaging": solver.averaging,
-        "fingerprint": fingerprint, "dtype": str(solver.dtype).removeprefix("torch."),
+        "regret_baseline": solver.regret_baseline, "fingerprint": fingerprint,
+        "dtype": str(solver.dtype).removeprefix("torch."),
         **meta})
     _write_npz(path, arrays)
 
@@ -88,6 +89,10 @@ def load_abstract_checkpoint(path: str | Path, solver: AbstractCFR, config: Game
         if meta.get(key) != have:
             raise CorruptFileError(f"checkpoint {name!r} was made with --{key} "
                                    f"{meta.get(key)}; resume with the same --{key}")
+    made = meta.get("regret_baseline", "infoset")  # (checkpoints before issue 28: infoset)
+    if made != solver.regret_baseline:
+        raise CorruptFileError(f"checkpoint {name!r} was made with --regret-baseline {made}; "
+                               "resume with the same --regret-baseline")
     restore_tables(solver, meta, data, path)
     if cfr_br is not None:
         extra = {k: _array(data, k, "checkpoint", path, allow_inf=True) for k in data.files

@@ -60,13 +60,15 @@ class ClassStorageAbstractCFR(AbstractCFR):
     the full game's layout [S_r, P_r, B_r, H] of ``cell_game``."""
 
     def __init__(self, game: Numeral211PublicGame, embeddings: Sequence[Embedding], *,
-                 algo: str = "cfr", averaging: str = "reach") -> None:
+                 algo: str = "cfr", averaging: str = "reach",
+                 regret_baseline: str = "advisor") -> None:
         self.cell_game = game
         per_class = class_game(game)
         tables = [np.arange(c)[None, :] for c in per_class.hands_per_round]
         weights = [class_sizes(game.config, r)[None, :] for r in range(len(tables))]
         super().__init__(per_class, tables, weights, embeddings, algo=algo,
-                         averaging=averaging, dtype=game.dtype, device=game.device)
+                         averaging=averaging, dtype=game.dtype, device=game.device,
+                         regret_baseline=regret_baseline)
         per_class.prepare()
 
     def _cells_to_classes(self, r: int, x: Tensor) -> Tensor:
@@ -94,22 +96,24 @@ class ClassStorageAbstractCFR(AbstractCFR):
 def abstract_solver(game: Numeral211PublicGame, embeddings: Sequence[Embedding], *,
                     algo: str = "cfr", averaging: str = "reach",
                     sampling: BoardSampling | int | None = None,
-                    storage: str = "classes") -> AbstractCFR:
+                    storage: str = "classes", regret_baseline: str = "advisor") -> AbstractCFR:
     """:class:`AbstractCFR` over the suit-isomorphic classes of ``game`` (``sampling``:
     None = exact full sweeps, else public chance sampling, see
     :class:`~tensorcfr.core.public_tree.BoardSampling`).  ``storage``: ``"classes"``
     (default for exact sweeps: :class:`ClassStorageAbstractCFR`, passes over one entry per
     class) or ``"cells"`` (passes over every canonical (board, hand) cell; sampled
-    iterations always run there)."""
+    iterations always run there).  ``regret_baseline``: ``"advisor"`` (the paper's) or
+    ``"infoset"`` (:class:`~tensorcfr.abstraction.abstract_cfr.AbstractCFR`)."""
     if storage not in STORAGES:
         raise TensorCFRError(f"storage must be one of {', '.join(STORAGES)}, got {storage!r}")
     if storage == "classes" and sampling is None:
-        return ClassStorageAbstractCFR(game, embeddings, algo=algo, averaging=averaging)
+        return ClassStorageAbstractCFR(game, embeddings, algo=algo, averaging=averaging,
+                                       regret_baseline=regret_baseline)
     iso = isomorphism(game.config)
     tables = [iso.class_table(r)[0] for r in range(game.config.num_rounds)]
     return AbstractCFR(game, tables, board_multiplicity(game.config), embeddings, algo=algo,
                        averaging=averaging, dtype=game.dtype, device=game.device,
-                       sampling=sampling)
+                       sampling=sampling, regret_baseline=regret_baseline)
 
 
 def run_abstract(game: Numeral211PublicGame, solver: AbstractCFR, iterations: int, *,

@@ -59,7 +59,10 @@ class AbstractSolveSettings:
     the classes' distances to the map's cluster centres at this temperature; 0 = hard
     nearest-centre assignment).
     ``averaging``: ``"reach"`` or ``"uniform"`` weighting of advisor strategies (CFR-BR always
-    reach).  ``algo``: cfr or cfr+.  ``cfr_br``: the abstraction's floor by CFR-BR instead of
+    reach).  ``regret_baseline``: ``"advisor"`` (default: each advisor's regret against its
+    own strategy, the paper's Eq. 9) or ``"infoset"`` (against the information set's mixed
+    strategy, the rule before issue 28); one rule for a bucket map.  ``algo``: cfr or cfr+.
+    ``cfr_br``: the abstraction's floor by CFR-BR instead of
     CFR on the abstraction.  ``iterations``, ``eval_every``, ``save``, ``resume``, ``out``,
     ``plot``, ``curve``, ``checkpoint_minutes``, ``dtype``, ``device``, ``max_memory``,
     ``threads``, ``sample_boards``, ``seed`` and ``storage``: as in
@@ -71,6 +74,7 @@ class AbstractSolveSettings:
     phi_top: Optional[int] = None
     soft_temperature: Optional[float] = None
     averaging: str = "reach"
+    regret_baseline: str = "advisor"
     algo: str = "cfr+"
     cfr_br: bool = False
     iterations: int = 100
@@ -99,6 +103,13 @@ class AbstractSolveSettings:
             raise TensorCFRError(f"--algo {self.algo!r}: abstract solving runs cfr (the "
                                  "papers') or cfr+")
         object.__setattr__(self, "algo", name)
+        from tensorcfr.abstraction.abstract_cfr import REGRET_BASELINES
+
+        baseline = str(self.regret_baseline).strip().lower()
+        if baseline not in REGRET_BASELINES:
+            raise TensorCFRError(f"--regret-baseline {self.regret_baseline!r}: choose one of "
+                                 f"{', '.join(REGRET_BASELINES)}")
+        object.__setattr__(self, "regret_baseline", baseline)
         if self.iterations < 1 or self.eval_every < 0:
             raise TensorCFRError("--iterations must be >= 1 and --eval-every >= 0")
         object.__setattr__(self, "dtype", check_dtype(self.dtype))
@@ -255,7 +266,8 @@ def solve_abstract(settings: AbstractSolveSettings,
     need = _check_memory(game, dtype, sampling, s.max_memory, phi_bytes)
     solver = abstract_solver(game, embeddings, algo=s.algo,
                              averaging="reach" if s.cfr_br else s.averaging,
-                             sampling=sampling, storage=s.storage)
+                             sampling=sampling, storage=s.storage,
+                             regret_baseline=s.regret_baseline)
     storage = _storage_of(solver)
     fingerprint = embedding_fingerprint(embeddings)
     runner: Any = None
@@ -365,12 +377,13 @@ def _finish_cfr(s: AbstractSolveSettings, game: Any, solver: Any, curve: list[di
         from tensorcfr.utils.io import write_json_atomic
 
         write_json_atomic(s.curve, {"game": config.to_dict(), "algo": s.algo,
+                                    "regret_baseline": s.regret_baseline,
                                     "method": method, "source": source, "curve": curve})
     if s.plot is not None:
         from tensorcfr.games.numeral211.plots import plot_exploitability_curve
 
         plot_exploitability_curve(curve, s.plot, f"{config.describe()} {method} {s.algo}")
-    return {"solver": "cfr", "averaging": s.averaging,
+    return {"solver": "cfr", "averaging": s.averaging, "regret_baseline": s.regret_baseline,
             "exploitability": final["exploitability"], "exploitability_mbg": final["mbg"],
             "units": _CFR_UNITS, "curve": curve,
             "ms_per_iteration": 1000 * final["seconds"] / max(1, solver.iteration)}
@@ -397,7 +410,7 @@ def _finish_floor(s: AbstractSolveSettings, game: Any, solver: Any, runner: Any,
         from tensorcfr.games.numeral211.plots import plot_floor_curve
 
         plot_floor_curve(curve, s.plot, f"{config.describe()} {method} CFR-BR {s.algo}")
-    return {"solver": "cfr-br", "averaging": "reach",
+    return {"solver": "cfr-br", "averaging": "reach", "regret_baseline": s.regret_baseline,
             "floor": floor["floor"], "floor_mbg": floor["floor_mbg"],
             "exploitability": floor["floor"], "exploitability_mbg": floor["floor_mbg"],
             "average": floor["average"], "average_mbg": floor["average_mbg"],

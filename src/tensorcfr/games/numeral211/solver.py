@@ -581,13 +581,16 @@ _LAYOUT = {"classes": "per-class", "cells": "per-cell"}
 
 
 def restore_tables(solver: Any, meta: dict[str, Any], data: Any, path: str | Path) -> None:
-    """Load the ``regrets_<r>`` / ``average_<r>`` arrays of an opened checkpoint ``data``
+    """Load the ``regrets_<r>`` / ``average_<r>`` (and ``scale_<r>``) arrays of an opened
+    checkpoint ``data``
     and its ``meta["iteration"]`` into ``solver`` (``load_state_arrays``); shared by the
     full-game and the abstract checkpoints.  CorruptFileError on a missing array or count."""
     arrays = {}
     for r in range(len(solver.regrets)):
         for name in ("regrets", "average"):
             arrays[f"{name}_{r}"] = _array(data, f"{name}_{r}", "checkpoint", path)
+        if f"scale_{r}" in getattr(data, "files", ()):  # (absent before issue 28)
+            arrays[f"scale_{r}"] = _array(data, f"scale_{r}", "checkpoint", path)
     from tensorcfr.utils.reading import MAX_SAVED_ITERATION
 
     it = meta.get("iteration")
