@@ -500,8 +500,10 @@ def test_session_undo_and_errors(solutions):
 
 # --------------------------------------------------------------------------- the serve command
 
-def test_serve_refuses_bad_options_in_one_line():
+def test_serve_refuses_bad_options_in_one_line(capsys, monkeypatch):
     import socket
+
+    from _cli_helpers import run_cli
 
     from typer.testing import CliRunner
 
@@ -516,10 +518,10 @@ def test_serve_refuses_bad_options_in_one_line():
         assert r.exit_code == 2 and "cannot listen on 127.0.0.1" in r.output
         assert "Traceback" not in r.output
     for args, message in ((["--port", "0"], "--port must be between 1 and 65,535"),
-                          (["--table", "/no/such/folder"], "no such folder"),
+                          (["--table", "/no/such/folder"], "/no/such/folder does not exist"),
                           (["--max-games", "0"], "--max-games must be between 1 and 10,000")):
-        r = runner.invoke(app, ["pasur", "serve", *args])
-        assert r.exit_code == 2 and message in r.output, r.output
+        code, out, err = run_cli(["pasur", "serve", *args], capsys, monkeypatch)
+        assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
 
 
 # --------------------------------------------------------------------------- strict input

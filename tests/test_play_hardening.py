@@ -437,3 +437,23 @@ def test_cross_site_requests_get_nothing(solutions):
     assert "access-control-allow-origin" not in r.headers
     r = client.get("/api/options", headers=evil)
     assert "access-control-allow-origin" not in r.headers
+
+
+def test_ai_replies_and_hints_are_bounded(solutions, monkeypatch):
+    """AI replies and hints (an agent thinking, or a wait for an exact solve) share one gate
+    over all games: with every slot taken, both get a 503 at once and nothing runs."""
+    calls = []
+    monkeypatch.setattr(GameSession, "ai_play", lambda self: calls.append("ai"))
+    monkeypatch.setattr(GameSession, "hint_report",
+                        lambda self, at=None: calls.append("hint") or {"hints": []})
+    app = create_app(solutions=solutions)
+    ctx = app.state.context
+    ctx.work_gate = WorkGate(max_running=1, max_waiting=0)
+    client = TestClient(app, base_url=LOCAL)
+    gid = client.post("/api/games", json={"mode": "open", "seed": SEED}).json()["game_id"]
+    with ctx.work_gate.slot():  # another game's AI is thinking
+        for r in (client.post(f"/api/games/{gid}/ai"), client.get(f"/api/games/{gid}/hints")):
+            assert r.status_code == 503 and "busy" in r.json()["detail"], r.text
+            assert int(r.headers["Retry-After"]) >= 1
+    assert calls == []
+    assert client.get(f"/api/games/{gid}/hints").status_code == 200 and calls == ["hint"]

@@ -67,6 +67,8 @@ class ServerContext:
     agent_errors: dict[str, str] = field(default_factory=dict)  # agents that cannot be built
     analyses: AnalysisCache = field(default_factory=AnalysisCache)
     analysis_gate: WorkGate = field(default_factory=WorkGate)
+    work_gate: WorkGate = field(default_factory=lambda: WorkGate(
+        max_running=4, max_waiting=16, what="AI replies and hints"))
 
     def __post_init__(self) -> None:
         for name in hidden_agent_names():
@@ -143,16 +145,35 @@ class ServerContext:
             try:
                 return self.analyses.compute(analysis_key(session), analyse)
             except Busy as exc:
-                raise HTTPException(status_code=503, detail=str(exc),
-                                    headers={"Retry-After": str(exc.retry_after)}) from None
+                raise _busy(exc) from None
 
         return self.run(game_id, act)
+
+    def run_work(self, game_id: str, action: Callable[[Any], Any]) -> Any:
+        """:meth:`run` for a request that makes an agent think or waits for an exact solve
+        (an AI reply, a hint): at most :attr:`work_gate` of them at once over all games (each
+        within the agent's budget per move), a 503 with ``Retry-After`` beyond."""
+
+        def gated(session: Any) -> Any:
+            try:
+                with self.work_gate.slot():
+                    return action(session)
+            except Busy as exc:
+                raise _busy(exc) from None
+
+        return self.run(game_id, gated)
 
     @staticmethod
     def view(game_id: str, session: Any, at: int | None = None) -> dict[str, Any]:
         """The only way a game's state leaves the server: the session's view for the
         human's seat (hidden cards never in it)."""
         return {"game_id": game_id, **session.view(at=at)}
+
+
+def _busy(exc: Busy) -> HTTPException:
+    """The 503 of a full :class:`WorkGate`: its line, and ``Retry-After`` in seconds."""
+    return HTTPException(status_code=503, detail=str(exc),
+                         headers={"Retry-After": str(exc.retry_after)})
 
 
 def server_context(request: Request) -> ServerContext:

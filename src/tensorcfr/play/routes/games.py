@@ -80,12 +80,12 @@ def play(game_id: str, req: PlayRequest, ctx: ServerContext = Context) -> dict[s
 
 
 @router.post("/games/{game_id}/ai", summary="The AI's next play (when it is its turn)",
-             responses=ERRORS)
+             responses={**ERRORS, 503: {"model": Message}})
 def ai_play(game_id: str, ctx: ServerContext = Context) -> dict[str, Any]:
     def act(s: GameSession) -> dict[str, Any]:
         s.ai_play()
         return ctx.view(game_id, s)
-    return ctx.run(game_id, act)
+    return ctx.run_work(game_id, act)  # bounded over all games (503 beyond)
 
 
 @router.post("/games/{game_id}/undo",

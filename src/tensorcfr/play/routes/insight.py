@@ -17,10 +17,10 @@ Context = Depends(server_context)
             summary="Every legal play of the player to move with its value: exact (open "
                     "hands, or a finished game) or the agent's estimate (hidden hands)",
             responses={400: {"model": Message}, 403: {"model": Message},
-                       404: {"model": Message}})
+                       404: {"model": Message}, 503: {"model": Message}})
 def hints(game_id: str, at: Optional[int] = Query(None, ge=0, le=48),
           ctx: ServerContext = Context) -> dict[str, Any]:
-    return ctx.run(game_id, lambda s: s.hint_report(at))
+    return ctx.run_work(game_id, lambda s: s.hint_report(at))  # bounded (503 beyond)
 
 
 @router.get("/games/{game_id}/analysis",
