@@ -13,7 +13,9 @@ from tensorcfr.errors import InterruptedRun, TensorCFRError
 app = typer.Typer(
     name="tensorcfr",
     help="Counterfactual regret minimization as tensor operations: Pasur solved end to end "
-    "and a generic CFR engine for OpenSpiel games.",
+    "(exact solver, the paper's tensor CFR, hidden-hand agents, play against the AI), a generic "
+    "CFR engine for OpenSpiel games, and Numeral211 Hold'em solved in full with its abstractions "
+    "and Embedding CFR measured exactly.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
