@@ -104,7 +104,8 @@ def load_bucket_map(path: str | os.PathLike[str]) -> BucketMap:
     try:
         with np.load(path, allow_pickle=False) as data:
             files = dict((k, data[k]) for k in data.files)
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError, KeyError) as exc:
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError, KeyError,
+            NotImplementedError) as exc:  # NotImplementedError: a damaged compression field
         raise CorruptFileError(f"{os.fspath(path)!r} is not a readable bucket map (NPZ): "
                                f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
                                ) from None

@@ -88,7 +88,8 @@ def _read_npz(path: str | Path, expected_format: str) -> tuple[dict[str, np.ndar
     try:
         with np.load(path, allow_pickle=False) as archive:
             arrays = {name: archive[name] for name in archive.files}
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError, KeyError, TypeError) as exc:
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError, KeyError, TypeError,
+            NotImplementedError) as exc:  # NotImplementedError: a damaged compression field
         raise CorruptFileError(f"{path}: not a readable NPZ file ({type(exc).__name__}: "
                                f"{str(exc).splitlines()[0] if str(exc) else 'truncated'})") from None
     from tensorcfr.utils.checks import check_finite

@@ -12,6 +12,7 @@ Nothing here knows a game or a command: the caller names the option or the file.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -134,14 +135,13 @@ def check_run_identity(path: Path, identity: dict[str, Any], *, what: str,
 
     from tensorcfr.utils.io import write_json_atomic
 
-    if not path.exists():
+    from tensorcfr.utils.reading import load_json
+
+    if not os.path.lexists(path):
         write_json_atomic(path, identity)
         return
-    try:
-        saved = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise CorruptFileError(f"{path} is unreadable: {reason}") from None
+    # a folder, FIFO or device is refused unopened, the size is bounded, NaN refused
+    saved = load_json(path, "the identity file", 2**20)
     if not isinstance(saved, dict) or saved.get("format") != identity.get("format"):
         raise CorruptFileError(f"{path} is not the identity file of a tensorcfr {what}")
     mine = {k: v for k, v in identity.items() if k not in ignore}

@@ -144,7 +144,7 @@ def _parser_errors() -> tuple[type[BaseException], ...]:
     errors: list[type[BaseException]] = [
         OSError, ValueError, KeyError, IndexError, TypeError, AttributeError, EOFError,
         zipfile.BadZipFile, UnicodeDecodeError, RecursionError, OverflowError,
-        ZeroDivisionError, AssertionError, MemoryError]
+        ZeroDivisionError, AssertionError, NotImplementedError]
     with contextlib.suppress(ImportError):
         import pyarrow as pa
 

@@ -69,7 +69,15 @@ def load_abstract_checkpoint(path: str | Path, solver: AbstractCFR, config: Game
                              fingerprint: str, cfr_br: Any = None) -> dict[str, Any]:
     """Restore ``solver`` (and ``cfr_br``) from a checkpoint of the same game, abstraction
     (``fingerprint``), solver kind, algorithm, averaging and dtype; returns its meta.
-    CorruptFileError (one line) on damage or any mismatch."""
+    CorruptFileError (one line naming the file) on damage or any mismatch."""
+    from tensorcfr.utils.reading import reading
+
+    with reading(path, "checkpoint"):
+        return _load_abstract_checkpoint(path, solver, config, fingerprint, cfr_br)
+
+
+def _load_abstract_checkpoint(path: str | Path, solver: AbstractCFR, config: GameConfig,
+                              fingerprint: str, cfr_br: Any) -> dict[str, Any]:
     meta, data = _read_npz(path, "checkpoint", ABSTRACT_CHECKPOINT_FORMAT)
     name = str(path)
     if meta.get("game") != config.to_dict():

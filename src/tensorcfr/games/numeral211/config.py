@@ -146,7 +146,7 @@ class GameConfig:
             raise GameConfigError(f"not a Numeral211 game description: {d!r}")
         try:
             return GameConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
-        except TypeError as exc:
+        except (TypeError, ValueError, AttributeError, OverflowError) as exc:
             raise GameConfigError(f"bad game description: {exc}") from None
 
     def describe(self) -> str:

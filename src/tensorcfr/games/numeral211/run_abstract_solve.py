@@ -154,6 +154,24 @@ def _requested_game(s: AbstractSolveSettings) -> Optional[GameConfig]:
         raise TensorCFRError(f"checkpoint {s.resume!r}: bad game ({exc})") from None
 
 
+def load_abstraction_file(path: str, requested: Optional[GameConfig]) -> tuple[Any, GameConfig]:
+    """The bucket map of ``--abstraction`` and the variant it is solved on (``requested``,
+    else the file's own), checked against each other; any damage (a bad variant, labels of
+    another deck) is one line naming the file."""
+    from tensorcfr.abstraction.bucket_map import load_bucket_map
+    from tensorcfr.games.numeral211.abstractions import check_bucket_map
+    from tensorcfr.utils.reading import reading
+
+    with reading(path, "bucket map"):
+        bmap = load_bucket_map(path)
+        if bmap.game != "numeral211":
+            raise TensorCFRError(f"{path!r} is a bucket map of {bmap.game!r:.40}, not of "
+                                 "numeral211")
+        config = requested if requested is not None else GameConfig.from_dict(bmap.variant)
+        check_bucket_map(config, bmap)
+    return bmap, config
+
+
 def _game_and_embeddings(s: AbstractSolveSettings, requested: Optional[GameConfig],
                          dtype: Any, device: Any
                          ) -> tuple[Any, list[Any], str, str, list[int], Any]:
@@ -165,19 +183,11 @@ def _game_and_embeddings(s: AbstractSolveSettings, requested: Optional[GameConfi
     from tensorcfr.games.numeral211.abstract_solve import bucket_embeddings, phi_embeddings
 
     if s.abstraction is not None:
-        from tensorcfr.abstraction.bucket_map import load_bucket_map
-
-        bmap = load_bucket_map(s.abstraction)
-        if bmap.game != "numeral211":
-            raise TensorCFRError(f"{s.abstraction!r} is a bucket map of {bmap.game}, not of "
-                                 "numeral211")
-        config = requested if requested is not None else GameConfig.from_dict(bmap.variant)
+        bmap, config = load_abstraction_file(s.abstraction, requested)
         game = n211.build_game(config, dtype=dtype, device=device)
         if s.soft_temperature is not None:
-            from tensorcfr.games.numeral211.abstractions import check_bucket_map
             from tensorcfr.games.numeral211.soft_clustering import soft_clustering
 
-            check_bucket_map(config, bmap)
             soft = soft_clustering(config, bmap, float(s.soft_temperature))
             embeddings, top = phi_embeddings(game, soft.phi, top_k=s.phi_top)
             return (game, embeddings, f"soft clustering of {bmap.method} (temperature "

@@ -448,7 +448,7 @@ def _read_npz(path: str | Path, what: str, fmt: str) -> tuple[dict[str, Any], An
         data = np.load(p, allow_pickle=False)
         meta = strict_json_loads(str(data["meta"]))
     except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile, EOFError,
-            RecursionError) as exc:
+            RecursionError, NotImplementedError) as exc:
         raise CorruptFileError(f"{what} {str(path)!r} is not readable ({type(exc).__name__}: "
                                f"{str(exc).splitlines()[0] if str(exc) else 'corrupt'})"
                                ) from None
@@ -463,7 +463,8 @@ def _array(data: Any, key: str, what: str, path: str | Path, *,
     ``allow_inf``: a "none yet" marker such as CFR-BR's best value before any evaluation)."""
     try:
         array = np.asarray(data[key])
-    except (KeyError, ValueError, OSError, zipfile.BadZipFile, EOFError) as exc:
+    except (KeyError, ValueError, OSError, zipfile.BadZipFile, EOFError,
+            NotImplementedError) as exc:
         raise CorruptFileError(f"{what} {str(path)!r}: cannot read {key} "
                                f"({type(exc).__name__})") from None
     if allow_inf and array.dtype.kind in "fc":
@@ -532,7 +533,15 @@ def read_checkpoint_meta(path: str | Path) -> dict[str, Any]:
 
 def load_checkpoint(path: str | Path, solver: PublicTreeCFR, config: GameConfig) -> dict:
     """Restore ``solver`` from a checkpoint of the same game, algorithm and dtype; returns
-    the checkpoint's meta.  CorruptFileError on damage or a mismatch."""
+    the checkpoint's meta.  CorruptFileError on damage or a mismatch (one line naming the
+    file, whatever the damage: :func:`~tensorcfr.utils.reading.reading`)."""
+    from tensorcfr.utils.reading import reading
+
+    with reading(path, "checkpoint"):
+        return _load_checkpoint(path, solver, config)
+
+
+def _load_checkpoint(path: str | Path, solver: PublicTreeCFR, config: GameConfig) -> dict:
     meta, data = _read_npz(path, "checkpoint", CHECKPOINT_FORMAT)
     if meta.get("game") != config.to_dict():
         raise CorruptFileError(f"checkpoint {str(path)!r} is for another game variant "

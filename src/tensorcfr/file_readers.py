@@ -1,0 +1,390 @@
+"""Every reader of a file a user hands a command, with a factory that writes a valid sample of
+its file: the registry ``tests/test_readers_fuzz.py`` walks to damage each file every way a
+careless or unlucky user would (truncated, flipped bytes, a key, array or column missing,
+null, of the wrong type, NaN or infinity, a FIFO, a device or a folder in its place) and to
+check that the reader answers in one line naming the file, without a traceback or a hang.
+
+A new reader is covered by adding a :class:`FileReader` to :data:`READERS`. ``container``
+tells the fuzzer how to damage the file's structure (``json``, ``jsonl``, ``npz``,
+``parquet``, ``csv``; ``binary``: bytes only); ``json_member`` names an NPZ array that holds
+JSON metadata (damaged key by key too). ``read()`` does what the command does with the file
+(load it and use it once), so damage that a loader lets through and its first use trips on
+is found too.
+
+The factories write small files (a 3-rank Numeral211 variant, Kuhn poker, a 2-round XGBoost
+booster): the whole registry is written in about a second.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Literal
+
+__all__ = ["FileReader", "READERS", "Sample"]
+
+Container = Literal["json", "jsonl", "npz", "parquet", "csv", "binary"]
+
+
+@dataclass
+class Sample:
+    """A valid file (``file``) and the read a command does with it (``read()``: raises
+    :class:`~tensorcfr.errors.TensorCFRError` with one line naming ``file`` when the file is
+    damaged)."""
+
+    file: Path
+    read: Callable[[], Any]
+
+
+@dataclass(frozen=True)
+class FileReader:
+    """One reader: its name, how its file is built (``container``), and ``make(folder)``,
+    which writes a valid sample under ``folder`` and returns it."""
+
+    name: str
+    container: Container
+    make: Callable[[Path], Sample]
+    json_member: str | None = None
+
+
+# ----------------------------------------------------------------------------- Pasur
+
+
+def _deck_file(folder: Path) -> Sample:
+    from tensorcfr.games.pasur.batch import read_decks
+    from tensorcfr.games.pasur.engine.rules import random_deal
+
+    path = folder / "decks.csv"
+    path.write_text("".join(",".join(map(str, random_deal(i))) + "\n" for i in range(3)))
+    return Sample(path, lambda: read_decks(str(path), 0, 2))
+
+
+def _mm_table(folder: Path) -> Sample:
+    from tensorcfr.games.pasur.learning.analysis import _read_paper_mm
+
+    path = folder / "MM.csv"
+    path.write_text("Deck,MM_WINS,MM_SCORES,MR_WINS,RM_WINS\n0,55.5,1.5,80,20\n"
+                    "1,45.0,-0.5,70,30\n2,50,0,75,25\n")
+    return Sample(path, lambda: _read_paper_mm(path))
+
+
+def _batch_rows() -> list[dict[str, Any]]:
+    rows = []
+    for deck in range(6):
+        rows.append({"deck": deck, "status": "ok", "error": None,
+                     "deal": list(range(52)), "alex_jacks": deck % 3, "alex_clubs": deck + 2,
+                     "exact_value": deck - 3, "exact_fair_value": float(deck > 2),
+                     "exact_vs_random_fair_value": 0.5 + deck / 20,
+                     "random_vs_exact_fair_value": 0.5 - deck / 20, "seconds": 1.5})
+    return rows
+
+
+def _batch_table(folder: Path) -> Sample:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from tensorcfr.games.pasur.learning.analysis import _table16, load_batches
+
+    batch = folder / "batch"
+    batch.mkdir()
+    pq.write_table(pa.Table.from_pylist(_batch_rows()), str(batch / "decks.parquet"))
+
+    def read() -> Any:
+        rows = load_batches([batch])
+        return _table16(rows, 2, 1)
+
+    return Sample(batch / "decks.parquet", read)
+
+
+def _batch_journal(folder: Path) -> Sample:
+    from tensorcfr.games.pasur.batch import _read_journal, write_table
+
+    out = folder / "batchrun"
+    out.mkdir()
+    path = out / "decks.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in _batch_rows()))
+
+    def read() -> Any:
+        write_table(out)  # what a run does with the journal
+        return _read_journal(path)
+
+    return Sample(path, read)
+
+
+def _tournament_rows() -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for deal in range(2):
+        rows.append({"id": f"exact/{deal}", "kind": "exact", "deal": deal, "status": "ok",
+                     "error": None, "exact_value": 3 - deal, "states": 10, "seconds": 0.1})
+        for seating in (0, 1):
+            rows.append({"id": f"game/random/greedy/{deal}/{seating}", "a": "random",
+                         "b": "greedy", "deal": deal, "seating": seating,
+                         "alex": "random" if seating == 0 else "greedy",
+                         "bob": "greedy" if seating == 0 else "random", "game_seed": deal,
+                         "kind": "game", "status": "ok", "error": None, "utility": 2 - seating,
+                         "alex_points": 10, "bob_points": 8, "a_diff": 1,
+                         "alex_move_seconds_median": 0.01, "bob_move_seconds_median": 0.02,
+                         "plays": 48, "seconds": 0.5})
+    return rows
+
+
+def _tournament_journal(folder: Path) -> Sample:
+    from tensorcfr.games.pasur.tournament import (
+        TournamentSettings,
+        _Deals,
+        _journal_rows,
+        _write_tables,
+    )
+
+    out = folder / "tournament"
+    out.mkdir()
+    path = out / "games.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in _tournament_rows()))
+    settings = TournamentSettings(agents=("random", "greedy"), out=out, deals=2,
+                                  in_process=True)
+
+    def read() -> Any:
+        _write_tables(settings, _Deals(settings))  # what a run does with the journal
+        return _journal_rows(path)
+
+    return Sample(path, read)
+
+
+def _run_identity(folder: Path) -> Sample:
+    from tensorcfr.utils.checks import check_run_identity
+
+    path = folder / "tournament.json"
+    identity = {"format": "tensorcfr-pasur-tournament-1", "agents": ["random", "greedy"],
+                "seed": 0, "deals": 2, "determinizations": 32, "seconds_per_move": None,
+                "simulations": 1000, "model": None}
+    path.write_text(json.dumps(identity))
+    return Sample(path, lambda: check_run_identity(path, identity, what="tournament"))
+
+
+def _game_record(folder: Path) -> Sample:
+    from tensorcfr.errors import InvalidRecordError
+    from tensorcfr.games.pasur.engine import rules
+    from tensorcfr.games.pasur.engine.records import (
+        load_record,
+        record_from_state,
+        replay_record,
+        save_record,
+    )
+
+    state = rules.initial_state(rules.random_deal(3))
+    while not state.is_terminal:
+        state = rules.apply_action(state, rules.legal_actions(state)[0])
+    path = folder / "game.json"
+    save_record(path, record_from_state(state))
+
+    def read() -> Any:  # as `pasur replay` reports it: the file, then the reason
+        try:
+            return replay_record(load_record(path))
+        except InvalidRecordError as exc:
+            raise InvalidRecordError(f"{path}: {exc}") from None
+
+    return Sample(path, read)
+
+
+def _booster(num_features: int) -> Any:
+    import numpy as np
+    import xgboost
+
+    rng = np.random.default_rng(0)
+    x = rng.random((64, num_features), dtype=np.float32)
+    return xgboost.train({"max_depth": 2, "nthread": 1}, xgboost.DMatrix(x, label=x[:, 0]),
+                         num_boost_round=2)
+
+
+def _hidden_model_folder(folder: Path) -> Path:
+    from tensorcfr.games.pasur.learning import hidden_model as hm
+
+    model = folder / "hidden"
+    model.mkdir()
+    (model / hm.MODEL_FILE).write_bytes(bytes(_booster(hm.NUM_FEATURES).save_raw("ubj")))
+    (model / hm.MANIFEST).write_text(json.dumps({
+        "format": hm.MODEL_FORMAT, "version": hm.MODEL_VERSION, "model_file": hm.MODEL_FILE,
+        "features": {"name": hm.FEATURE_SET, "columns": hm.FEATURE_COLUMNS},
+        "target": hm.TARGET, "teacher": "exact", "games": 2, "seed": 0, "rounds": 2}))
+    return model
+
+
+def _hidden_model_reader(folder: Path) -> Callable[[], Any]:
+    import numpy as np
+
+    from tensorcfr.games.pasur.learning.hidden_model import NUM_FEATURES, load_hidden_model
+
+    return lambda: load_hidden_model(folder).predict(np.zeros((1, NUM_FEATURES), np.float32))
+
+
+def _hidden_manifest(folder: Path) -> Sample:
+    from tensorcfr.games.pasur.learning.hidden_model import MANIFEST
+
+    model = _hidden_model_folder(folder)
+    return Sample(model / MANIFEST, _hidden_model_reader(model))
+
+
+def _hidden_booster(folder: Path) -> Sample:
+    from tensorcfr.games.pasur.learning.hidden_model import MODEL_FILE
+
+    model = _hidden_model_folder(folder)
+    return Sample(model / MODEL_FILE, _hidden_model_reader(model))
+
+
+def _policy_model_folder(folder: Path) -> Path:
+    from tensorcfr.games.pasur.learning import policy_model as pm
+
+    model = folder / "policy"
+    model.mkdir()
+    (model / pm.MODEL_FILE).write_bytes(bytes(_booster(pm.NUM_FEATURES).save_raw("ubj")))
+    (model / pm.MANIFEST).write_text(json.dumps({
+        "format": pm.MODEL_FORMAT, "version": pm.MODEL_VERSION, "model_file": pm.MODEL_FILE,
+        "features": {"name": pm.FEATURE_SET, "columns": pm.FEATURE_COLUMNS}}))
+    return model
+
+
+def _policy_manifest(folder: Path) -> Sample:
+    from tensorcfr.games.pasur.learning.policy_model import MANIFEST, load_policy_model
+
+    model = _policy_model_folder(folder)
+    return Sample(model / MANIFEST, lambda: load_policy_model(model))
+
+
+def _rows_checkpoint(folder: Path) -> Sample:
+    import numpy as np
+
+    from tensorcfr.games.pasur.learning.hidden_model import NUM_FEATURES, load_rows_checkpoint
+
+    path = folder / "rows.npz"
+    rng = np.random.default_rng(0)
+    np.savez(path, x=rng.random((12, NUM_FEATURES), dtype=np.float32),
+             y=rng.random(12, dtype=np.float32), game=np.repeat(np.arange(3, dtype=np.int32), 4),
+             games=3, ident="exact|0|8|pasur-hidden-v1")
+    return Sample(path, lambda: load_rows_checkpoint(path))
+
+
+# ----------------------------------------------------------------------------- Numeral211
+
+
+def _small_config() -> Any:
+    from tensorcfr.games.numeral211.config import GameConfig
+
+    return GameConfig(ranks="9TA", suits=2, max_bets=(1, 1, 1))
+
+
+def _bucket_map(folder: Path) -> Sample:
+    from tensorcfr.games.numeral211.abstractions import lossless_bucket_map
+    from tensorcfr.games.numeral211.run_abstract_solve import load_abstraction_file
+
+    config = _small_config()
+    path = folder / "buckets.npz"
+    lossless_bucket_map(config).save(path)
+
+    def read() -> Any:  # what `numeral211 solve --abstraction FILE` does with the file
+        return load_abstraction_file(path, config)
+
+    return Sample(path, read)
+
+
+def _embedding(folder: Path) -> Sample:
+    import numpy as np
+
+    from tensorcfr.games.numeral211.embedding_net import (
+        EMBEDDING_FORMAT,
+        EmbeddingFile,
+        load_embedding,
+        save_embedding,
+    )
+    from tensorcfr.games.numeral211.isomorphism import isomorphism
+
+    config = _small_config()
+    counts = isomorphism(config).isomorphic_classes()
+    phi = {r: np.full((3, counts[r]), 1 / 3, dtype=np.float32) for r in (1, 2)}
+    path = folder / "phi.npz"
+    save_embedding(path, EmbeddingFile(config, phi, {"format": EMBEDDING_FORMAT,
+                                                     "game": config.to_dict()}))
+    return Sample(path, lambda: load_embedding(path))
+
+
+def _numeral211_policy(folder: Path) -> Sample:
+    from tensorcfr.games.numeral211 import solver as n211
+
+    config = _small_config()
+    game = n211.build_game(config)
+    solver = n211.make_solver(game, "cfr+")
+    solver.iterate(1)
+    path = folder / "strategy.npz"
+    n211.save_policy(path, game, solver.average_policy(), algo="cfr+", iterations=1)
+    return Sample(path, lambda: n211.load_policy(path))
+
+
+def _numeral211_checkpoint(folder: Path) -> Sample:
+    from tensorcfr.games.numeral211 import solver as n211
+
+    config = _small_config()
+    game = n211.build_game(config)
+    solver = n211.make_solver(game, "cfr+")
+    solver.iterate(1)
+    path = folder / "checkpoint.npz"
+    n211.save_checkpoint(path, solver, config)
+    return Sample(path, lambda: n211.load_checkpoint(path, n211.make_solver(game, "cfr+"),
+                                                     config))
+
+
+# ----------------------------------------------------------------------------- generic CFR
+
+
+def _kuhn_solver() -> Any:
+    from tensorcfr.core.cfr import TensorCFRSolver
+    from tensorcfr.games.openspiel.flatten import flatten_game
+
+    solver = TensorCFRSolver(flatten_game("kuhn_poker"), "cfr+")
+    solver.iterate(2)
+    return solver
+
+
+def _generic_policy(folder: Path) -> Sample:
+    from tensorcfr.core.policy_io import load_policy, save_policy
+
+    solver = _kuhn_solver()
+    path = folder / "kuhn_policy.npz"
+    save_policy(path, solver.tree, solver.average_policy())
+    return Sample(path, lambda: load_policy(path))
+
+
+def _generic_checkpoint(folder: Path) -> Sample:
+    from tensorcfr.core.policy_io import read_checkpoint, save_checkpoint
+
+    solver = _kuhn_solver()
+    path = folder / "kuhn_checkpoint.npz"
+    save_checkpoint(solver, path)
+
+    def read() -> Any:
+        data = read_checkpoint(path)
+        data.check_tree(solver.tree)
+        return data
+
+    return Sample(path, read)
+
+
+READERS: tuple[FileReader, ...] = (
+    FileReader("deck file", "csv", _deck_file),
+    FileReader("paper MM table", "csv", _mm_table),
+    FileReader("batch table (decks.parquet)", "parquet", _batch_table),
+    FileReader("batch journal (decks.jsonl)", "jsonl", _batch_journal),
+    FileReader("tournament journal (games.jsonl)", "jsonl", _tournament_journal),
+    FileReader("run identity (tournament.json)", "json", _run_identity),
+    FileReader("game record", "json", _game_record),
+    FileReader("hidden-model manifest", "json", _hidden_manifest),
+    FileReader("hidden-model booster", "binary", _hidden_booster),
+    FileReader("policy-model manifest", "json", _policy_manifest),
+    FileReader("train-hidden rows.npz", "npz", _rows_checkpoint),
+    FileReader("Numeral211 bucket map", "npz", _bucket_map, json_member="meta"),
+    FileReader("Numeral211 Phi (embedding)", "npz", _embedding, json_member="meta"),
+    FileReader("Numeral211 strategy", "npz", _numeral211_policy, json_member="meta"),
+    FileReader("Numeral211 checkpoint", "npz", _numeral211_checkpoint, json_member="meta"),
+    FileReader("generic CFR policy", "npz", _generic_policy),
+    FileReader("generic CFR checkpoint", "npz", _generic_checkpoint),
+)
+"""Every file reader; the fuzz test covers each."""
