@@ -728,7 +728,8 @@ def load_embedding(path: str | os.PathLike[str]) -> EmbeddingFile:
                 raise ValueError(f"phi_{r} has shape {p.shape}, expected [m, {counts[r]}]")
             phi[r] = p
     except (OSError, ValueError, KeyError, TypeError, AttributeError, zipfile.BadZipFile,
-            EOFError, RecursionError, json.JSONDecodeError, TensorCFRError) as exc:
+            EOFError, RecursionError, NotImplementedError, json.JSONDecodeError,
+            TensorCFRError) as exc:
         raise CorruptFileError(f"{os.fspath(path)!r} is not a valid embedding file: "
                                f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
                                ) from None

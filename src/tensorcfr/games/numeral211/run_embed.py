@@ -178,6 +178,14 @@ def train_embedding_file(settings: EmbedSettings,
     device = resolve_device(s.device, "--device")
     target_path = os.path.abspath(check_output_file(s.out, "--out"))
     config = s.game if s.game is not None else GameConfig()
+    from tensorcfr.games.numeral211.isomorphism import isomorphism
+    from tensorcfr.utils.checks import check_int_range
+
+    classes = isomorphism(config).isomorphic_classes()
+    for option, advisors, count in (("--flop", s.flop, classes[1]), ("--turn", s.turn,
+                                                                      classes[2])):
+        check_int_range(advisors, option, 1, count, why=f"advisors of a round with {count:,} "
+                        "suit-isomorphic classes")
     teacher = load_bucket_map(s.teacher) if s.teacher is not None else None
     emb = train_embedding(config, s.flop, s.turn, target=s.target, hidden=s.hidden,
                           seed=s.seed, balance=s.balance, sharpness=s.sharpness, net=s.net,
