@@ -675,3 +675,26 @@ def test_serve_warns_before_the_url_on_one_line(monkeypatch):
     warning = out.index("warning: listening on 0.0.0.0: anyone who can reach this machine can "
                         "use the server")
     assert warning < out.index(f"Pasur: open http://0.0.0.0:{port}/") and "open hands" in out
+
+
+def test_play_budgets_bound_the_searching_agents():
+    """The page's time budget reaches every searching agent: ``ismcts`` stops at its
+    simulations or the budget (it was given neither before: 3 s replies), and an exact solve
+    PIMC starts is abandoned once its deadline has passed."""
+    import time as _time
+
+    from tensorcfr.games.pasur.agents import AgentOptions, make_agent
+    from tensorcfr.games.pasur.engine.observation import observe
+    from tensorcfr.games.pasur.solving.exact import DeadlineExceeded, action_values_many
+    from tensorcfr.play.session import PLAY_SECONDS_PER_MOVE, make_hidden_agent
+
+    agent = make_hidden_agent("ismcts")
+    assert agent.max_seconds == PLAY_SECONDS_PER_MOVE and agent.simulations == 1000
+    capped = make_agent("ismcts", AgentOptions(simulations=10**7, seconds_per_move=0.05))
+    capped.reset(2**40)  # seeds beyond 2^32 are taken too
+    state = initial_state(random_deal(SEED))
+    capped.choose(observe(state, 0))
+    assert 1 <= capped.last_simulations < 10**7  # the time cap ended the search
+    with pytest.raises(DeadlineExceeded):
+        action_values_many([state], deadline=_time.perf_counter() - 1)
+    assert action_values_many([state], deadline=None)[0]  # no deadline: solved

@@ -14,7 +14,8 @@ and plays the legal play with the best **mean** value from the mover's side over
   ``reset(seed)``: the same seed gives the same game.
 * **Budget**: K draws (``determinizations``), and optionally ``seconds_per_move``: no new
   draw is started once the time is spent, or when the slowest solve of the move so far would
-  end past it (at least one draw is always solved).
+  end past it, and a solve still running when it is spent is abandoned (at least one draw is
+  always solved).
 * **Solving step**: :meth:`PimcAgent._solve_draws` (``states -> [[(action, value)]]``) is
   the one place that calls the solver: :func:`exact.action_values_many`, which solves the K
   draws of one position together, many per level-wise pass.
@@ -106,12 +107,15 @@ class PimcAgent:
     def _rng(self, obs: Observation) -> random.Random:
         return random.Random(f"{self.name}:{self._seed}:{obs.play_index}")
 
-    def _solve_draws(self, states: Sequence[rules.GameState]) -> list[ActionValues]:
+    def _solve_draws(self, states: Sequence[rules.GameState], deadline: float | None = None
+                     ) -> list[ActionValues]:
         """Whole-game Alex-minus-Bob values of every legal play of each state (the one call
-        to the exact solver; legal-actions order inside each list)."""
+        to the exact solver; legal-actions order inside each list). With ``deadline``
+        (``time.perf_counter()`` seconds), a solve still running then is abandoned:
+        :class:`~tensorcfr.games.pasur.solving.exact.DeadlineExceeded`."""
         from tensorcfr.games.pasur.solving.exact import action_values_many
 
-        return action_values_many(states)
+        return action_values_many(states, deadline=deadline)
 
     def _draws(self, obs: Observation, rng: random.Random) -> Iterator[rules.GameState]:
         """The agent's determinizations, one by one (uniform here)."""
@@ -120,23 +124,30 @@ class PimcAgent:
 
     def _solve_with_budget(self, obs: Observation
                            ) -> tuple[list[rules.GameState], list[ActionValues]]:
-        """Draw and solve up to K states within the time budget: after each solve, no new one
-        starts when the slowest solve of this move so far would end past the budget (the
-        solves of one move are alike), so a reply keeps to its budget rather than ending up
-        to one solve after it; the first solve always runs."""
+        """Draw and solve up to K states within the time budget: the first solve always runs
+        to its end; each later one is abandoned if it is still running when the budget is
+        spent, and none starts when the slowest solve of this move so far would end past
+        it. A reply so keeps to its budget (plus the first solve when that alone is longer)
+        instead of ending up to one whole solve after it."""
         rng = self._rng(obs)
         draws = self._draws(obs, rng)
         if self.seconds_per_move is None:
             states = [next(draws) for _ in range(self.determinizations)]
             return states, self._solve_draws(states)
+        from tensorcfr.games.pasur.solving.exact import DeadlineExceeded
+
         deadline = time.perf_counter() + self.seconds_per_move
         states, solved = [], []
         slowest = 0.0
         while len(states) < self.determinizations:
             started = time.perf_counter()
             state = next(draws)
+            try:
+                values = self._solve_draws([state], deadline=deadline if states else None)
+            except DeadlineExceeded:
+                break
             states.append(state)
-            solved.extend(self._solve_draws([state]))
+            solved.extend(values)
             now = time.perf_counter()
             slowest = max(slowest, now - started)
             if now + slowest >= deadline:

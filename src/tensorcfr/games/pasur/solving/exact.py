@@ -422,19 +422,32 @@ class _Level:
         return total
 
 
+class DeadlineExceeded(Exception):
+    """A solve given a ``deadline`` (:func:`action_values_many`) was still running when it
+    passed: abandoned between two levels (the caller does without it)."""
+
+
 class _MemoryGuard:
-    """Refuses, before allocating, any level whose estimated memory exceeds the limit.
+    """Refuses, before allocating, any level whose estimated memory exceeds the limit, and
+    (with a ``deadline``, ``time.perf_counter()`` seconds) any level started after it.
 
     ``limit_bytes=None``: the memory available on the machine, read (a system call of about
     a millisecond) only once an estimate passes ``_FREE_CHECK_BYTES``, so that small solves
     do not pay for it.
     """
 
-    def __init__(self, limit_bytes: int | None) -> None:
+    def __init__(self, limit_bytes: int | None, deadline: float | None = None) -> None:
         self.limit = None if limit_bytes is None else int(limit_bytes)
         self.stored = 0
+        self.deadline = deadline
+
+    def check_time(self) -> None:
+        """:class:`DeadlineExceeded` once the deadline has passed."""
+        if self.deadline is not None and time.perf_counter() > self.deadline:
+            raise DeadlineExceeded("the solve's deadline passed")
 
     def check(self, level: int, extra_bytes: int, what: str) -> None:
+        self.check_time()
         estimate = self.stored + int(extra_bytes)
         if self.limit is None:
             if estimate <= _FREE_CHECK_BYTES:
@@ -863,6 +876,7 @@ def _backward(graph: _LevelGraph, guard: _MemoryGuard) -> None:
                 + largest * _BACKWARD_BYTES_PER_EDGE, "values of all states and plays")
     levels[-1].values = levels[-1].terminal_reward
     for i in range(len(levels) - 2, -1, -1):
+        guard.check_time()
         lv = levels[i]
         assert lv.edge_child is not None and lv.edge_reward is not None
         assert lv.edge_start is not None
@@ -1139,7 +1153,8 @@ def solve_exact(deal_or_state: Sequence[int] | rules.GameState, device: str | to
                          device=str(dev), _graph=graph)
 
 
-def action_values_many(states: Sequence[rules.GameState], max_memory: int | None = None
+def action_values_many(states: Sequence[rules.GameState], max_memory: int | None = None,
+                       *, deadline: float | None = None
                        ) -> list[list[tuple[rules.Action, int]]]:
     """Every legal play of each of ``states`` with its exact value, many states per pass.
 
@@ -1156,6 +1171,8 @@ def action_values_many(states: Sequence[rules.GameState], max_memory: int | None
     Args:
         states: positions (any deals, any play indices; a finished game gets ``[]``).
         max_memory: limit in bytes per pass (``None``: the memory available now).
+        deadline: a ``time.perf_counter()`` time: a pass still running then is abandoned
+            between two levels with :class:`DeadlineExceeded` (PIMC's time budget).
 
     Returns:
         One list per state, in the order of :func:`rules.legal_actions` (card, then
@@ -1173,6 +1190,7 @@ def action_values_many(states: Sequence[rules.GameState], max_memory: int | None
         for lo in range(0, len(indices), capacity):
             chunk = indices[lo:lo + capacity]
             guard = _check_limit(max_memory)
+            guard.deadline = deadline
             graph = _build_levels([states[i] for i in chunk], guard)
             _backward(graph, guard)
             for d, i in enumerate(chunk):
