@@ -3,9 +3,11 @@
 Both play Pasur against an AI in one of two modes (``--mode``): ``hidden`` hands (the real
 game, the default: the AI is a hidden-hand agent, any name of the agents registry; hints are
 its estimates) or ``open`` hands (double-dummy study mode: exact, random, and with
-``--table DIR`` / ``--model DIR`` the strategy table and the learned model; exact hints). Undo,
-and an exact end-of-game analysis in both. fastapi and uvicorn are imported only when
-``serve`` runs.
+``--table DIR`` / ``--model DIR`` the strategy table and the learned model; exact hints). An
+exact end-of-game analysis in both; undo in open hands only. A hidden-hand deal nobody names
+is secret (the session draws it from the system's secure random source); ``--seed`` or
+``--deal`` makes a practice game (docs/security.md). fastapi and uvicorn are imported only
+when ``serve`` runs.
 """
 
 from __future__ import annotations
