@@ -235,18 +235,37 @@ def connect_ray(address: str | None, num_cpus: int, *,
                 ray.init(address=address, include_dashboard=False, log_to_driver=False,
                          logging_level="error")
             else:
-                ray.init(num_cpus=max(1, num_cpus), include_dashboard=False,
+                # "local": always a new instance of this run's own, whatever else runs on
+                # the machine (a `ray start --head`, RAY_ADDRESS) or ran (a stale
+                # ray_current_cluster file in Ray's temporary folder)
+                ray.init(address="local", num_cpus=max(1, num_cpus), include_dashboard=False,
                          log_to_driver=False, logging_level="error")
     except Exception as exc:  # noqa: BLE001 - any start-up failure is one line
         text = " ".join(str(exc).split())[:300]
-        hint = ""
-        if address is not None and ("uthenticat" in text or "Failed to connect" in text):
-            hint = f"; {_AUTH_REMEDY}" if auth != "token" else (
-                "; the token given here is not the cluster's: copy the head node's "
-                "(`ray get-auth-token` there) into ~/.ray/auth_token or RAY_AUTH_TOKEN")
-        raise TensorCFRError(f"cannot start Ray: {text}{hint}") from None
+        raise TensorCFRError(f"cannot start Ray: {text}{_failure_hint(address, text, auth)}"
+                             ) from None
     return {"mode": "ray", "address": address or "local",
             "cpus": float(ray.cluster_resources().get("CPU", 0)), "auth": auth or "default"}
+
+
+def _failure_hint(address: str | None, text: str, auth: str) -> str:
+    """What to do about a failed join of ``address``: the token remedy only when the cluster
+    answers (it is up, and refused this client) or Ray says authentication failed; a cluster
+    that no longer answers is said to be unreachable, not blamed on the token."""
+    if address is None:
+        return ""
+    if "uthenticat" not in text and "Failed to connect" not in text:
+        return ""
+    if "uthenticat" not in text:
+        try:
+            check_ray_address(address, timeout=3.0)
+        except TensorCFRError:
+            return ("; nothing answers there as a Ray cluster any more: is `ray start --head` "
+                    "still running, and is this the address it printed?")
+    if auth != "token":
+        return f"; {_AUTH_REMEDY}"
+    return ("; the token given here is not the cluster's: copy the head node's "
+            "(`ray get-auth-token` there) into ~/.ray/auth_token or RAY_AUTH_TOKEN")
 
 
 class SignalLatch:
@@ -270,10 +289,12 @@ class SignalLatch:
 
     def listen(self) -> None:
         """From now on SIGINT and SIGTERM are only counted (no KeyboardInterrupt inside Ray
-        calls); the driver stops between two units of work."""
+        calls); the driver stops between two units of work. A SIGINT held back during a
+        local start-up is delivered now, so it is counted too (the run stops at once)."""
         if self.active:
             for s in (signal.SIGINT, signal.SIGTERM):
                 signal.signal(s, lambda signum, frame: self._count(signum))
+            _unblock_sigint()
 
     def _count(self, signum: int) -> None:
         self.count += 1
@@ -295,12 +316,21 @@ def driver_signals(ignore_while_starting: bool = True) -> Iterator[SignalLatch]:
         return
     previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     if ignore_while_starting:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        # blocked, not ignored: the processes Ray spawns inherit the mask (a terminal's
+        # Ctrl-C never reaches them), and a Ctrl-C during the start-up stays pending for
+        # the driver, which sees it as soon as it listens
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         yield latch
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
+        _unblock_sigint()  # a SIGINT still pending goes to the previous handler
+
+
+def _unblock_sigint() -> None:
+    if signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, set()):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def run_on_ray(function: Callable[..., Any], jobs: Iterable[tuple[Hashable, tuple[Any, ...]]],

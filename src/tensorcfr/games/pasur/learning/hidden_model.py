@@ -322,7 +322,7 @@ class TrainHiddenSettings:
                         why="draws per play, each an exact solve")
         check_int_range(self.rounds, "--rounds", 1, MAX_ROUNDS, why="boosting rounds")
         check_int_range(self.max_depth, "--max-depth", 1, MAX_DEPTH,
-                        why="XGBoost trees of this depth already have 2^30 leaves")
+                        why="deeper XGBoost trees than this are never useful")
         if not (isinstance(self.eta, (int, float)) and 0 < self.eta <= 1):
             raise TensorCFRError(f"--eta must be a learning rate in (0, 1], got {self.eta}")
         from tensorcfr.utils.device import resolve_device
@@ -333,11 +333,11 @@ class TrainHiddenSettings:
             raise TensorCFRError(f"--out {out} exists and is not a folder")
 
 
-MAX_TRAIN_GAMES = 1_000_000
+MAX_TRAIN_GAMES = 10_000_000
 """Most games one ``train-hidden`` run plays (each solved exactly: days of CPU already)."""
 MAX_ROUNDS = 100_000
 """Most boosting rounds."""
-MAX_DEPTH = 30
+MAX_DEPTH = 64
 """Deepest XGBoost tree."""
 
 
