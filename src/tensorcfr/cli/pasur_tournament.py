@@ -105,11 +105,9 @@ def tournament_command(
     except TensorCFRError as exc:
         fail(str(exc), exc.exit_code)
         return
-    except KeyboardInterrupt:
-        err_console.print(f"interrupted: every finished game is in {Path(out) / 'games.jsonl'}; "
-                          "run the same command to resume", highlight=False, soft_wrap=True,
-                          markup=False)
-        raise typer.Exit(INTERRUPTED_EXIT_CODE) from None
+    except KeyboardInterrupt:  # the entry point prints the one `interrupted:` line
+        fail(f"every finished game is in {Path(out) / 'games.jsonl'}; run the same command "
+             "to resume", INTERRUPTED_EXIT_CODE)
     if json_out:
         print_json(result.as_dict())
         return

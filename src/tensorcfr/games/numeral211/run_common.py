@@ -80,7 +80,8 @@ def check_storage(name: str) -> str:
 def check_positive_minutes(minutes: float) -> None:
     """The checkpoint interval must be a positive, finite number of minutes."""
     if not (minutes > 0 and math.isfinite(minutes)):
-        raise TensorCFRError("--checkpoint-minutes must be positive")
+        raise TensorCFRError(f"--checkpoint-minutes must be a positive, finite number of "
+                             f"minutes, got {minutes}")
 
 
 def check_output_files(**paths: Optional[str | Path]) -> None:
