@@ -698,3 +698,20 @@ def test_play_budgets_bound_the_searching_agents():
     with pytest.raises(DeadlineExceeded):
         action_values_many([state], deadline=_time.perf_counter() - 1)
     assert action_values_many([state], deadline=None)[0]  # no deadline: solved
+
+
+def test_pimc_in_play_has_a_hard_reply_limit():
+    """A PIMC play in the page never waits for a long first solve: past the reply limit the
+    agent plays greedy; its hints still solve at least one draw."""
+    from tensorcfr.games.pasur.engine.observation import observe
+    from tensorcfr.games.pasur.playing.greedy import GreedyAgent
+    from tensorcfr.play.session import PLAY_REPLY_LIMIT_SECONDS, make_hidden_agent
+
+    agent = make_hidden_agent("pimc")
+    assert agent.max_reply_seconds == PLAY_REPLY_LIMIT_SECONDS
+    agent.max_reply_seconds = 1e-9  # nothing can be solved in time
+    agent.reset(0)
+    obs = observe(initial_state(random_deal(SEED)), 0)
+    assert agent.choose(obs) == GreedyAgent().choose(obs)
+    estimates = agent.estimates(obs)
+    assert estimates and all(e.samples >= 1 for e in estimates)

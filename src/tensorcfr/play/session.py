@@ -76,6 +76,7 @@ __all__ = [
     "AI_NAMES",
     "DealChoice",
     "DEFAULT_HIDDEN_AGENT",
+    "PLAY_REPLY_LIMIT_SECONDS",
     "PLAY_SECONDS_PER_MOVE",
     "DEFAULT_MODE",
     "DEFAULT_OPEN_AI",
@@ -116,6 +117,9 @@ PLAY_SECONDS_PER_MOVE = 0.8
 """The time budget per move of a hidden-hand agent in play (PIMC starts no draw it expects to
 end after it, ISMCTS stops searching once it is spent, ``ismcts`` included), so that a reply
 takes under a second on one core."""
+PLAY_REPLY_LIMIT_SECONDS = 0.95
+"""The hard limit on a PIMC play in play: when not even one draw's exact solve ends within it
+(a hard first-round draw can take seconds), the agent plays the greedy play instead."""
 DEFAULT_OPEN_AI = "exact"
 VISIBILITIES = ("open", "hidden")
 SEED_MAX = 2**63 - 1
@@ -531,7 +535,8 @@ def make_hidden_agent(name: str, *, device: str = "cpu", options: Any = None) ->
         raise TensorCFRError(f"unknown AI {name!r} for hidden hands: choose one of "
                              f"{', '.join(names)}")
     if options is None:
-        options = AgentOptions(device=device, seconds_per_move=PLAY_SECONDS_PER_MOVE)
+        options = AgentOptions(device=device, seconds_per_move=PLAY_SECONDS_PER_MOVE,
+                               max_reply_seconds=PLAY_REPLY_LIMIT_SECONDS)
     return make_agent(name, options)
 
 

@@ -111,6 +111,9 @@ class AgentOptions:
             the model shipped with the package.
         device: torch device of the exact solver.
         threads: XGBoost threads.
+        max_reply_seconds: a hard limit on a play of ``pimc`` / ``pimc-infer`` (the play
+            server's): when not even one draw is solved within it, the agent plays the
+            ``greedy`` play; ``None``: the first draw is always solved, however long it takes.
     """
 
     determinizations: int = 32
@@ -119,6 +122,7 @@ class AgentOptions:
     model: Path | None = None
     device: str = "cpu"
     threads: int = 1
+    max_reply_seconds: float | None = None
 
     def __post_init__(self) -> None:
         from tensorcfr.utils.checks import check_int_range
@@ -132,16 +136,24 @@ class AgentOptions:
                                  f"{self.seconds_per_move}")
         check_int_range(self.simulations, "--simulations", 1, MAX_SIMULATIONS,
                         why="ISMCTS simulations per move")
+        if self.max_reply_seconds is not None and not (
+                0 < self.max_reply_seconds <= MAX_SECONDS_PER_MOVE):
+            raise TensorCFRError(f"the reply limit must be a positive number of seconds, at "
+                                 f"most {MAX_SECONDS_PER_MOVE:,}, got {self.max_reply_seconds}")
+
+
+def _pimc_agent(cls: Callable[..., PimcAgent], options: AgentOptions) -> PimcAgent:
+    """A ``pimc``-family agent with the options' budget and reply limit."""
+    agent = cls(options.determinizations, options.seconds_per_move, device=options.device)
+    agent.max_reply_seconds = options.max_reply_seconds
+    return agent
 
 
 _AGENT_FACTORIES: dict[str, Callable[[AgentOptions], HiddenAgent]] = {
     "random": lambda options: RandomAgent(),
     "greedy": lambda options: GreedyAgent(),
-    "pimc": lambda options: PimcAgent(options.determinizations, options.seconds_per_move,
-                                      device=options.device),
-    "pimc-infer": lambda options: PimcInferAgent(options.determinizations,
-                                                 options.seconds_per_move,
-                                                 device=options.device),
+    "pimc": lambda options: _pimc_agent(PimcAgent, options),
+    "pimc-infer": lambda options: _pimc_agent(PimcInferAgent, options),
     "hidden-model": lambda options: HiddenModelAgent(options.model, threads=options.threads),
     "ismcts": lambda options: ISMCTSAgent(simulations=options.simulations,
                                           max_seconds=options.seconds_per_move),

@@ -15,7 +15,8 @@ and plays the legal play with the best **mean** value from the mover's side over
 * **Budget**: K draws (``determinizations``), and optionally ``seconds_per_move``: no new
   draw is started once the time is spent, or when the slowest solve of the move so far would
   end past it, and a solve still running when it is spent is abandoned (at least one draw is
-  always solved).
+  always solved, unless ``max_reply_seconds``, the play server's hard limit on a reply, passes
+  first: then the play is the ``greedy`` one).
 * **Solving step**: :meth:`PimcAgent._solve_draws` (``states -> [[(action, value)]]``) is
   the one place that calls the solver: :func:`exact.action_values_many`, which solves the K
   draws of one position together, many per level-wise pass.
@@ -88,6 +89,10 @@ class PimcAgent:
 
     name = "pimc"
     sees_everything = False
+    max_reply_seconds: float | None = None
+    """A hard limit on :meth:`choose` (the play server's): when not even the first draw is
+    solved within it, the play is the ``greedy`` one. ``None``: the first draw is always
+    solved. :meth:`estimates` (hints, the analysis) always solve at least one draw."""
 
     def __init__(self, determinizations: int = 32, seconds_per_move: float | None = None,
                  device: str = "cpu") -> None:
@@ -122,44 +127,54 @@ class PimcAgent:
         while True:
             yield determinize(obs, rng)
 
-    def _solve_with_budget(self, obs: Observation
+    def _solve_with_budget(self, obs: Observation, first_deadline: float | None = None
                            ) -> tuple[list[rules.GameState], list[ActionValues]]:
         """Draw and solve up to K states within the time budget: the first solve always runs
         to its end; each later one is abandoned if it is still running when the budget is
         spent, and none starts when the slowest solve of this move so far would end past
         it. A reply so keeps to its budget (plus the first solve when that alone is longer)
-        instead of ending up to one whole solve after it."""
+        instead of ending up to one whole solve after it. ``first_deadline`` bounds the first
+        solve too (then nothing may be solved: two empty lists)."""
         rng = self._rng(obs)
         draws = self._draws(obs, rng)
-        if self.seconds_per_move is None:
+        if self.seconds_per_move is None and first_deadline is None:
             states = [next(draws) for _ in range(self.determinizations)]
             return states, self._solve_draws(states)
         from tensorcfr.games.pasur.solving.exact import DeadlineExceeded
 
-        deadline = time.perf_counter() + self.seconds_per_move
+        now = time.perf_counter()
+        deadline = now + self.seconds_per_move if self.seconds_per_move is not None else None
+        if first_deadline is not None:
+            deadline = first_deadline if deadline is None else min(deadline, first_deadline)
         states, solved = [], []
         slowest = 0.0
         while len(states) < self.determinizations:
             started = time.perf_counter()
             state = next(draws)
             try:
-                values = self._solve_draws([state], deadline=deadline if states else None)
+                values = self._solve_draws([state], deadline=deadline if states
+                                           else first_deadline)
             except DeadlineExceeded:
                 break
             states.append(state)
             solved.extend(values)
             now = time.perf_counter()
             slowest = max(slowest, now - started)
-            if now + slowest >= deadline:
+            if deadline is not None and now + slowest >= deadline:
                 break
         return states, solved
 
-    def _evaluate(self, obs: Observation) -> list[PlayEstimate]:
+    def _evaluate(self, obs: Observation, first_deadline: float | None = None
+                  ) -> list[PlayEstimate] | None:
+        """The mean values of ``obs``'s plays (cached per observation), or None when
+        ``first_deadline`` passed before one draw was solved."""
         key = f"{self._seed}|{obs.key()}"
         if self._cache is not None and self._cache[0] == key:
             return self._cache[1]
         legal = check_turn(obs, self.name)
-        _, solved = self._solve_with_budget(obs)
+        _, solved = self._solve_with_budget(obs, first_deadline)
+        if not solved:
+            return None
         result = mean_values(obs, legal, solved)
         self._cache = (key, result)
         return result
@@ -176,9 +191,15 @@ class PimcAgent:
         legal = check_turn(obs, self.name)
         if len(legal) == 1:
             return legal[0]
-        return best_estimate(self._evaluate(obs))
+        limit = self.max_reply_seconds
+        estimates = self._evaluate(obs, None if limit is None else time.perf_counter() + limit)
+        if estimates is None:  # no draw solved within the reply limit
+            from tensorcfr.games.pasur.playing.greedy import GreedyAgent
+
+            return GreedyAgent().choose(obs)
+        return best_estimate(estimates)
 
     def estimates(self, obs: Observation) -> list[PlayEstimate] | None:
         """Mean whole-game value from the mover's side of every legal play, with the number
-        of draws."""
+        of draws (at least one draw is solved, whatever the reply limit)."""
         return self._evaluate(obs)
