@@ -8,7 +8,8 @@ What it tries (docs/security.md maps each channel to its check here):
   against the cards the player sees (the pool and their hand). Game ids are tried too, read
   as integers.
 * **the old default seed space** (``random_deal(s)``, ``s < 10**6``) searched against the
-  visible cards of 150 new games and of a terminal game. Computing all 10**6 deals takes about
+  visible cards of 150 new games (``test_new_hidden_games_are_not_in_the_old_seed_space``),
+  of the two attacked games and of a terminal game. Computing all 10**6 deals takes about
   a minute and a half here, so the search uses a fixed sample: seeds 0-1,999 and 8,000 more
   drawn with ``random.Random(26)`` (10,000 seeds, about 1 s). With 150 games a server that
   still drew its deals from that space would be caught with probability
@@ -36,6 +37,7 @@ import re
 import sys
 import warnings
 
+import pexpect  # a test dependency (pyproject's "test" extra): this test never skips
 import pytest
 
 from tensorcfr.games.pasur.engine.cards import card_code
@@ -305,7 +307,6 @@ def test_terminal_attack_on_a_hidden_game(seed_index):
     """``pasur play`` (hidden hands, no seed): the screens of the first two rounds, a hint,
     undo refused twice, then quit (the record of a whole game is checked in
     tests/test_play_terminal.py; the API tests check the record of a secret deal)."""
-    pexpect = pytest.importorskip("pexpect")
     env = dict(os.environ, COLUMNS="120", LINES="50", NO_COLOR="1", TERM="dumb")
     child = pexpect.spawn(sys.executable, ["-m", "tensorcfr.cli.main", "pasur", "play"],
                           env=env, encoding="utf-8", timeout=60, dimensions=(50, 120))
