@@ -169,8 +169,12 @@ class Builder:
         path = self.folder / f"embedding_{name}.npz"
         if path.is_file():
             return load_embedding(path)
-        emb = train_embedding(self.config, self.flop, self.turn, device=self.device,
-                              **spec["train"])
+        from tensorcfr.games.numeral211.embedding_net import TrainingBudget
+
+        kwargs = dict(spec["train"])
+        if isinstance(kwargs.get("budget"), dict):  # e.g. {"holdout": 0}: TrainingBudget fields
+            kwargs["budget"] = TrainingBudget(**kwargs["budget"])
+        emb = train_embedding(self.config, self.flop, self.turn, device=self.device, **kwargs)
         save_embedding(path, emb)
         return emb
 
@@ -213,7 +217,8 @@ def build_run(game: Any, builder: Builder, spec: dict[str, Any], averaging: str 
         keep = ("loss", "target_variance", "trained", "advisors_used", "top1_mean",
                 "heldout_loss", "epochs_run", "best_epoch", "target", "epochs", "batch", "lr",
                 "balance", "sharpness", "temperature", "net", "seconds", "network", "hidden",
-                "early_stopping", "device")
+                "early_stopping", "device", "objective", "teacher", "teacher_temperature",
+                "partition_distortion", "teacher_agreement")
         meta = {k: emb.meta[k] for k in keep if k in emb.meta}
         if "target_variance" not in meta:  # the loss of predicting the weighted mean
             meta["target_variance"] = target_variance(builder.config,
@@ -611,7 +616,9 @@ def main() -> None:
                     help="no HandEbdNet training with the defaults here")
     ap.add_argument("--train", action="append", default=[], metavar="LABEL=JSON",
                     help="train HandEbdNet with these train_embedding keywords, e.g. "
-                    "'conv={\"net\": \"conv\", \"balance\": 1}' (repeatable)")
+                    "'conv={\"net\": \"conv\", \"balance\": 1}' or 'distill={\"objective\": "
+                    "\"distill\", \"budget\": {\"holdout\": 0}}' (budget: TrainingBudget "
+                    "fields; repeatable)")
     ap.add_argument("--averaging", choices=["reach", "uniform"], default=None,
                     help="for every run (default: reach for bucket maps, uniform for Phi)")
     ap.add_argument("--reference", action="append", default=[], metavar="JSON",

@@ -13,7 +13,8 @@ default betting; 25 flop / 20 turn advisors), this script
    CFR on the **soft** Phi (dense, the paper's uniform average), each measured by the exact
    full-game exploitability (mb/g);
 3. runs the teacher (PaEmd, seed ``--teacher-seed``) as a bucket map under the same solver
-   and budget: the k-means reference.
+   and budget: the k-means reference; and its own soft clustering at ``--teacher-soft``
+   temperatures (what ``distill`` fits) as Embedding CFR.
 
 Every finished run is cached as JSON under ``--work`` (a stopped benchmark resumes); the
 result table goes to ``--out``.json / .md.  One thread; meant to run in the background:
@@ -48,11 +49,18 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "balance 1 + sharpness 0.1 (mse, wtl)": {"balance": 1.0, "sharpness": 0.1},
     "distill PaEmd, T = 0.5": {"objective": "distill", "teacher_temperature": 0.5},
     "distill PaEmd, T = 0.1": {"objective": "distill", "teacher_temperature": 0.1},
+    "distill PaEmd, T = 0.5, no holdout": {"objective": "distill", "teacher_temperature": 0.5,
+                                           "budget": {"holdout": 0.0}},
+    "distill PaEmd, T = 0.1, no holdout": {"objective": "distill", "teacher_temperature": 0.1,
+                                           "budget": {"holdout": 0.0}},
     "distortion, emd target": {"objective": "distortion", "target": "emd"},
     "distortion, wtl target": {"objective": "distortion", "target": "wtl"},
     "mse, emd target": {"objective": "mse", "target": "emd"},
 }
-"""Label -> ``train_embedding`` keywords of each variant."""
+"""Label -> ``train_embedding`` keywords of each variant (``budget``: fields of the
+:class:`TrainingBudget` that differ from its defaults; "no holdout": every class trains
+and early stopping watches the training objective, since Phi is only ever asked about the
+game's own classes)."""
 
 
 def _load(path: str) -> dict[str, Any] | None:
@@ -93,6 +101,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="comma-separated slugs of the variants to run, in order")
     parser.add_argument("--soft", default="",
                         help="comma-separated slugs whose soft Phi also runs (all: 'all')")
+    parser.add_argument("--teacher-soft", type=lambda text: [float(t) for t in text.split(",")
+                                                             if t], default=[0.5],
+                        help="temperatures of the teacher's own soft clustering run as "
+                        "references (comma-separated; '' for none)")
+    parser.add_argument("--regret-baseline", default=None,
+                        help="the soft runs' regret rule (advisor | infoset; default: the "
+                        "solver's own default, not passed)")
     parser.add_argument("--work", default="runs/phi_variants")
     parser.add_argument("--out", default="docs/benchmarks/numeral211_phi_variants")
     args = parser.parse_args(argv)
@@ -108,6 +123,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: unknown variants {unknown}; known: {', '.join(slugs)}", file=sys.stderr)
         return 2
     soft = set(slugs) if args.soft == "all" else {s for s in args.soft.split(",") if s}
+    rule: dict[str, Any] = {}  # Embedding CFR's regret rule (soft runs) when named
+    suffix = ""
+    if args.regret_baseline is not None:
+        rule = {"regret_baseline": args.regret_baseline}
+        suffix = f"_{args.regret_baseline}"
 
     teacher_map = build_abstraction(config, "paemd", args.flop, args.turn,
                                     seed=args.teacher_seed)
@@ -121,6 +141,16 @@ def main(argv: list[str] | None = None) -> int:
     rows.append({"variant": f"PaEmd seed {args.teacher_seed} (k-means, the teacher)",
                  "hard": ref, "distortion": teacher.meta()["distortion"]})
     print(f"  {ref['mbg']:.1f} mb/g", flush=True)
+    for t in args.teacher_soft:
+        print(f"reference: soft PaEmd seed {args.teacher_seed}, T = {t:g}", flush=True)
+        soft_ref = _solve(AbstractSolveSettings(abstraction=map_path, soft_temperature=t,
+                                                averaging="uniform", **common, **rule),
+                          os.path.join(args.work, f"paemd_seed_{args.teacher_seed}_soft_"
+                                       f"{file_slug(format(t, 'g'))}{suffix}.json"))
+        rows.append({"variant": f"soft PaEmd seed {args.teacher_seed}, T = {t:g} (the "
+                     "teacher's soft assignment as Phi)", "hard": None, "soft": soft_ref,
+                     "distortion": teacher.meta()["distortion"]})
+        print(f"  {soft_ref['mbg']:.1f} mb/g", flush=True)
     for slug in chosen:
         label = slugs[slug]
         emb_path = os.path.join(args.work, f"{slug}.npz")
@@ -129,7 +159,8 @@ def main(argv: list[str] | None = None) -> int:
         if meta is None:
             print(f"training {label}", flush=True)
             kwargs = dict(VARIANTS[label])
-            emb = train_embedding(config, args.flop, args.turn, budget=TrainingBudget(),
+            budget = TrainingBudget(**kwargs.pop("budget", {}))
+            emb = train_embedding(config, args.flop, args.turn, budget=budget,
                                   teacher=teacher_map, teacher_source=map_path, **kwargs)
             save_embedding(emb_path, emb)
             meta = emb.meta
@@ -149,8 +180,8 @@ def main(argv: list[str] | None = None) -> int:
         if slug in soft:
             print(f"  soft Phi of {label}", flush=True)
             row["soft"] = _solve(AbstractSolveSettings(embedding=emb_path,
-                                                       averaging="uniform", **common),
-                                 os.path.join(args.work, f"{slug}_soft.json"))
+                                                       averaging="uniform", **common, **rule),
+                                 os.path.join(args.work, f"{slug}_soft{suffix}.json"))
             print(f"  {row['soft']['mbg']:.1f} mb/g", flush=True)
         rows.append(row)
         _write(args, config, rows)
@@ -171,6 +202,7 @@ def _pair(d: dict[str, Any] | None, spec: str = ".4f") -> str:
 def _write(args: argparse.Namespace, config: GameConfig, rows: list[dict[str, Any]]) -> None:
     """The JSON of every row and a Markdown table."""
     doc = {"game": config.to_dict(), "advisors": {"flop": args.flop, "turn": args.turn},
+           "regret_baseline": args.regret_baseline or "the solver's default",
            "iterations": args.iterations, "algo": "cfr (vanilla), exact full sweeps",
            "threads": 1, "conditions": run_conditions(), "rows": rows}
     write_text_atomic(args.out + ".json", json.dumps(doc, indent=1))
@@ -187,7 +219,8 @@ def _write(args: argparse.Namespace, config: GameConfig, rows: list[dict[str, An
         soft = row.get("soft")
         lines.append(f"| {row['variant']} | {fit} | {_pair(m.get('heldout_loss'))} | "
                      f"{_pair(m.get('advisors_used'), 'd')} | {_pair(m.get('top1_mean'), '.2f')}"
-                     f" | {distortion} | {row['hard']['mbg']:,.1f} | "
+                     f" | {distortion} | "
+                     f"{'-' if row['hard'] is None else format(row['hard']['mbg'], ',.1f')} | "
                      f"{'-' if soft is None else format(soft['mbg'], ',.1f')} |")
     write_text_atomic(args.out + ".md", "\n".join(lines) + "\n")
 
