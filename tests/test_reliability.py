@@ -409,8 +409,8 @@ def test_a_diverged_embedding_writes_nothing(tmp_path, capsys, monkeypatch) -> N
 
     monkeypatch.setattr(embedding_net, "train_embedding", diverged)
     out = tmp_path / "phi.npz"
-    line = refused(["numeral211", "embed", "--ranks", "9TA", "--suits", "2", "--out",
-                    str(out)], capsys, monkeypatch)
+    line = refused(["numeral211", "embed", "--ranks", "9TA", "--suits", "2", "--flop", "3",
+                    "--turn", "3", "--out", str(out)], capsys, monkeypatch)
     assert "diverged" in line and not out.exists()
 
 
