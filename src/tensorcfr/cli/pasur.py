@@ -7,7 +7,9 @@ import typer
 from tensorcfr.cli.common import MAX_SEED, console, print_json
 
 app = typer.Typer(
-    help="Pasur: deals, replaying game records, exact and CFR solving of full-information deals.",
+    help="Pasur: deals and game records, exact and CFR solving of full-information deals, "
+    "self-play and policy models, many decks, hidden-hand agents and tournaments, play "
+    "against the AI (terminal and web page).",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
