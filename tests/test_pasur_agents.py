@@ -258,7 +258,7 @@ def test_pimc_time_budget_still_draws_once() -> None:
 
 
 def test_bad_options_raise_one_line_errors() -> None:
-    with pytest.raises(TensorCFRError, match="at least 1"):
+    with pytest.raises(TensorCFRError, match="--determinizations must be between 1"):
         AgentOptions(determinizations=0)
     with pytest.raises(TensorCFRError, match="unknown agent"):
         make_agent("nobody")
@@ -359,7 +359,7 @@ def test_selfplay_cli_plays_hidden_agents(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("args, message", [
     (["--alex", "nobody", "--bob", "random"], "unknown player"),
-    (["--alex", "pimc", "--bob", "random", "-k", "0"], "at least 1"),
+    (["--alex", "pimc", "--bob", "random", "-k", "0"], "--determinizations must be between 1"),
     (["--alex", "greedy", "--bob", "table"], "open-hands player"),
 ])
 def test_selfplay_cli_bad_agents_fail_in_one_line(args: list[str], message: str) -> None:

@@ -76,8 +76,8 @@ def check_input_file(path: str | os.PathLike[str], what: str,
     if not stat.S_ISREG(info.st_mode):
         raise TensorCFRError(f"{what} {target} is {_node_kind(info.st_mode)}, not a file")
     if max_bytes is not None and info.st_size > max_bytes:
-        raise TensorCFRError(f"{what} {target} is {info.st_size:,} bytes, larger than any "
-                             f"such file ({max_bytes:,} bytes at most)")
+        raise TensorCFRError(f"{what} {target} is {info.st_size:,} bytes, too large for "
+                             f"{what} ({max_bytes:,} bytes at most); it was not read")
     return target
 
 
