@@ -289,10 +289,15 @@ def _terminal(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _describe(block: Block, command: Command, code: int, actual: str) -> str:
-    return (f"{block.rel}:{command.line}: `$ {command.text}`\n"
-            f"exit code {code} (the page says {command.exit_code})\n"
-            f"--- the page shows:\n" + "\n".join(command.output) +
-            "\n--- the command printed:\n" + actual)
+    """The failure message: the command, the exit codes, and the page against the output as a
+    diff of masked lines (``-`` the page, ``+`` the command)."""
+    import difflib
+
+    wanted = [normalize(line) for line in command.output if line.strip()]
+    got = [normalize(line) for line in actual.splitlines() if line.strip()]
+    diff = "\n".join(difflib.unified_diff(wanted, got, "the page", "the command", lineterm="", n=2))
+    return (f"{block.rel}:{command.line}: `$ {command.text}`: exit code {code} (the page says "
+            f"{command.exit_code})\n{diff}\n--- the command printed:\n{actual}")
 
 
 @pytest.mark.parametrize("block", RUN_BLOCKS, ids=[b.id for b in RUN_BLOCKS])
@@ -362,7 +367,8 @@ def test_docs_examples_collected() -> None:
     assert len(examples) >= 10, [b.id for b in examples]
     assert all(b.skip for b in skipped)
     assert len(skipped) <= 6, f"too many skipped examples: {[(b.id, b.skip) for b in skipped]}"
-    print(f"\n{len(examples)} examples run, {len(skipped)} skipped "
+    print(f"\n{len(examples)} examples run ({sum(len(b.commands) for b in examples)} commands), "
+          f"{len(skipped)} skipped "
           f"({'; '.join(f'{b.id}: {b.skip}' for b in skipped)}), {len(recipes)} recipes "
           f"({sum(len(b.commands) for b in recipes)} command lines checked only)")
 
