@@ -212,11 +212,12 @@ def test_api_attack_on_a_hidden_game(app, seed_index, human):
     view = client.post("/api/games", json={"human": human}).json()  # the default agent
     gid = view["game_id"]
     session = _truth(app, gid)
-    assert view["ai"] == "hidden-model" and not view["practice"] and session.seed is None
     visible = visible_key(view["pool"], view["hands"][me], seat)
     assert deal_key(session.deal, seat) == visible  # the attacker sees what the deal shows
-    assert visible not in seed_index  # not a deal of the old seed space
     attack = SeedAttack(visible)
+    assert attack.hits(view) == [], "the first view holds the deal's seed"
+    assert visible not in seed_index, "the deal is one of the old seed space"
+    assert view["ai"] == "hidden-model" and not view["practice"] and session.seed is None
     answers = [view]
     rng = random.Random(11)
     hinted = 0
@@ -296,7 +297,7 @@ def test_a_practice_game_says_so_and_its_record_keeps_the_seed(app):
 
 RANK_LABELS = ["A", "2", "3", "4", "5", "6", "7", "8", "9", "10", "J", "Q", "K"]
 CARD_RE = re.compile(r"(10|[A2-9JQK])([♣♦♥♠])")
-PROMPT = re.compile(r"your play \[1-(\d+), hint, quit\]: ")
+PROMPT = re.compile(r"your play \[1-(\d+), hint(, undo)?, quit\]: ")
 
 
 def _screen_cards(line: str) -> list[int]:
@@ -312,13 +313,16 @@ def test_terminal_attack_on_a_hidden_game(seed_index):
                           env=env, encoding="utf-8", timeout=60, dimensions=(50, 120))
     child.expect(PROMPT)
     first = child.before
-    assert "secure random source" in first and "practice" not in first
-    assert "deal seed" not in first
     lines = first.splitlines()
     pool = _screen_cards(next(ln for ln in lines if ln.strip().startswith("pool")))
     hand = _screen_cards(next(ln for ln in lines if "Alex you" in ln))
     visible = visible_key(pool, hand, 0)
+    attack = SeedAttack(visible)
+    assert attack.hits(first) == [], "the first screen holds the deal's seed"
     assert len(pool) == 4 and len(hand) == 4 and visible not in seed_index
+    assert child.match.group(2) is None  # undo is not offered
+    assert "secure random source" in first and "practice" not in first
+    assert "deal seed" not in first
     # the first screen shows no card but the pool and the hand (Bob has not played yet)
     assert set(_screen_cards(first)) == set(pool) | set(hand)
     screens = [first]
@@ -343,6 +347,5 @@ def test_terminal_attack_on_a_hidden_game(seed_index):
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0
-    attack = SeedAttack(visible)
     for screen in screens:
         assert attack.hits(screen) == [], screen
