@@ -715,3 +715,20 @@ def test_pimc_in_play_has_a_hard_reply_limit():
     assert agent.choose(obs) == GreedyAgent().choose(obs)
     estimates = agent.estimates(obs)
     assert estimates and all(e.samples >= 1 for e in estimates)
+
+
+def test_the_default_agent_hints_with_its_own_scores(solutions):
+    """``hidden-model`` (the default) has no mean estimates; its hint is its model's score of
+    each legal play from the human's observation, and its best play is the one it would make."""
+    from tensorcfr.games.pasur.engine.observation import observe
+    from tensorcfr.play.session import DEFAULT_HIDDEN_AGENT, make_hidden_agent
+
+    session = GameSession(random_deal(SEED), "alex", solutions=solutions)
+    assert session.ai_name == DEFAULT_HIDDEN_AGENT == "hidden-model"
+    report = session.hint_report()
+    assert report["kind"] == "estimate" and report["measure"] == "advantage"
+    assert "own score" in report["what"] and report["samples"] == 1
+    assert {h["notation"] for h in report["hints"]} == {a.notation() for a in session.legal()}
+    best = [h["notation"] for h in report["hints"] if h["best"]]
+    choice = make_hidden_agent("hidden-model").choose(observe(session.state, 0))
+    assert choice.notation() in best and min(h["loss"] for h in report["hints"]) == 0
