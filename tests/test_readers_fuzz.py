@@ -19,8 +19,11 @@ any other exception (a traceback at the command line) or a read that takes longe
 :data:`TIMEOUT_S` (a FIFO that blocks, a device read forever) fails. The node damage and the
 truncation of a whole-file format must be refused. A new reader is covered by adding it to
 the registry; the whole grid (about 900 cases) runs in about 30 s on one core. Each read
-runs under a time limit (SIGALRM) and a memory limit (``RLIMIT_AS``: 4 GiB beyond what the
-process holds), so a blocking or unbounded reader fails the test instead of the machine.
+runs under a time limit (SIGALRM); a device or FIFO case also under an address-space bound
+(``RLIMIT_AS``, 2 GiB beyond what the process maps: an unbounded read fails with MemoryError),
+and every case under a memory watch that ends the test process past 4 GiB (a read of a device
+in C cannot be interrupted, and the machine is shared), so a blocking or unbounded reader fails
+the test instead of taking the machine.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import resource
 import shutil
 import signal
 import stat
+import threading
 import zlib
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -47,7 +51,7 @@ from tensorcfr.file_readers import READERS, FileReader, Sample
 TIMEOUT_S = 10.0
 """Longest a read of a damaged file may take (the valid samples read in milliseconds)."""
 
-MEMORY_BYTES = 4 * 2**30
+MEMORY_BYTES = 2 * 2**30
 """Most memory a read of a damaged file may take beyond what the process holds."""
 
 Damage = Callable[[Path, bytes], None]
@@ -249,49 +253,65 @@ def damages(reader: FileReader, sample: Sample, raw: bytes
 # ----------------------------------------------------------------------------- reading
 
 
-class _Timeout(Exception):
+class _Stopped(Exception):
     pass
 
 
+def _resident_bytes() -> int:
+    with open("/proc/self/statm", "rb") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
 @contextlib.contextmanager
-def _time_limit(seconds: float) -> Iterator[None]:
+def _guard(seconds: float, extra_bytes: int, label: str, *, bound_address_space: bool
+           ) -> Iterator[None]:
+    """Stop the block with ``_Stopped`` after ``seconds`` (SIGALRM: a blocked ``open`` of a
+    FIFO returns to Python and raises). Memory: with ``bound_address_space`` (a device or FIFO
+    in the file's place, where an unbounded read could happen) the address space is bounded
+    to what the process maps plus ``extra_bytes`` (``RLIMIT_AS``: the read fails with
+    MemoryError); always, a thread samples the resident size every 5 ms and, past twice
+    ``extra_bytes`` more than at the start, ends the test process with a line naming the
+    case (a read of a device in C cannot be interrupted; the machine is shared)."""
+    baseline = _resident_bytes()
+    done = threading.Event()
+
     def expire(signum: int, frame: Any) -> None:
-        raise _Timeout
+        raise _Stopped
+
+    def watch() -> None:
+        while not done.wait(0.005):
+            if _resident_bytes() - baseline > 2 * extra_bytes:
+                os.write(2, f"\ntest_readers_fuzz: {label} took more than "
+                            f"{2 * extra_bytes / 2**30:.0f} GiB; the test process is stopped "
+                            "to protect the machine\n".encode())
+                os._exit(3)
 
     previous = signal.signal(signal.SIGALRM, expire)
+    limits = resource.getrlimit(resource.RLIMIT_AS)
+    if bound_address_space:
+        with open("/proc/self/statm", "rb") as statm:
+            mapped = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+        resource.setrlimit(resource.RLIMIT_AS, (mapped + extra_bytes, limits[1]))
     signal.setitimer(signal.ITIMER_REAL, seconds)
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
     try:
         yield
     finally:
+        done.set()
         signal.setitimer(signal.ITIMER_REAL, 0)
+        resource.setrlimit(resource.RLIMIT_AS, limits)
+        watcher.join()
         signal.signal(signal.SIGALRM, previous)
 
 
-@contextlib.contextmanager
-def _memory_limit(extra_bytes: int) -> Iterator[None]:
-    """Address space bounded to what the process maps now plus ``extra_bytes``, so that a
-    reader that reads a device without end fails here (MemoryError) instead of taking the
-    machine's memory."""
-    with open("/proc/self/statm", "rb") as statm:
-        mapped = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-    previous = resource.getrlimit(resource.RLIMIT_AS)
-    limit = mapped + extra_bytes
-    if previous[1] != resource.RLIM_INFINITY:
-        limit = min(limit, previous[1])
-    resource.setrlimit(resource.RLIMIT_AS, (limit, previous[1]))
-    try:
-        yield
-    finally:
-        resource.setrlimit(resource.RLIMIT_AS, previous)
-
-
-def _outcome(sample: Sample) -> str:
+def _outcome(sample: Sample, label: str = "the valid sample", node: bool = False) -> str:
     """``read`` or ``refused`` (one line naming the file) when the read is acceptable; else
-    what went wrong."""
+    what went wrong (``node``: a FIFO, device or folder is in the file's place)."""
     try:
-        with _time_limit(TIMEOUT_S), _memory_limit(MEMORY_BYTES):
+        with _guard(TIMEOUT_S, MEMORY_BYTES, label, bound_address_space=node):
             sample.read()
-    except _Timeout:
+    except _Stopped:
         return f"no answer within {TIMEOUT_S} s (blocked or unbounded)"
     except TensorCFRError as exc:
         message = str(exc)
@@ -319,7 +339,8 @@ def test_every_damage_is_read_or_refused_in_one_line(reader: FileReader, tmp_pat
         _remove(sample.file)
         sample.file.write_bytes(raw)
         damage(sample.file, raw)
-        result = _outcome(sample)
+        result = _outcome(sample, f"{reader.name}, {label}",
+                          node=label in ("a FIFO", "a character device", "a folder"))
         if result not in ("read", "refused") or (must_refuse and result != "refused"):
             problems.append(f"{label}: {result}")
     _remove(sample.file)
