@@ -251,6 +251,47 @@ def _policy_manifest(folder: Path) -> Sample:
     return Sample(model / MANIFEST, lambda: load_policy_model(model))
 
 
+def _dcfr_run_folder(folder: Path) -> Path:
+    """A DCFR run folder (manifest and a 12-row strategy table of the core columns), as
+    ``pasur solve --method dcfr --out`` writes and ``selfplay/serve --table`` read."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from tensorcfr.games.pasur.playing.players import RUN_FORMAT, RUN_MANIFEST, RUN_TABLE
+    from tensorcfr.games.pasur.solving import strategy_table as st
+
+    run = folder / "run"
+    run.mkdir()
+    n = 12
+    columns = {"round": [0] * n, "ply": [i % 8 for i in range(n)],
+               "turn": [(i % 8) // 2 for i in range(n)], "player": [i % 2 for i in range(n)],
+               "node": list(range(n)), "edge": list(range(n)), "card": list(range(n)),
+               "captured_mask": [0] * n, "captured": [[] for _ in range(n)],
+               "probability": [0.5] * n, "reach": [1.0] * n, "node_value": [0.0] * n,
+               "action_value": [0.0] * n}
+    metadata = {st._META_KEY: json.dumps({"format": st.TABLE_FORMAT,
+                                          "version": st.TABLE_VERSION}).encode()}
+    table = pa.Table.from_pydict(columns, schema=st.TABLE_SCHEMA.with_metadata(metadata))
+    pq.write_table(table, str(run / RUN_TABLE))
+    (run / RUN_MANIFEST).write_text(json.dumps({"format": RUN_FORMAT,
+                                                "files": {"strategy_table": RUN_TABLE}}))
+    return run
+
+
+def _strategy_table(folder: Path) -> Sample:
+    from tensorcfr.games.pasur.playing.players import RUN_TABLE, check_run_folder
+
+    run = _dcfr_run_folder(folder)
+    return Sample(run / RUN_TABLE, lambda: check_run_folder(run))
+
+
+def _dcfr_run_manifest(folder: Path) -> Sample:
+    from tensorcfr.games.pasur.playing.players import RUN_MANIFEST, check_run_folder
+
+    run = _dcfr_run_folder(folder)
+    return Sample(run / RUN_MANIFEST, lambda: check_run_folder(run))
+
+
 def _rows_checkpoint(folder: Path) -> Sample:
     import numpy as np
 
@@ -380,6 +421,8 @@ READERS: tuple[FileReader, ...] = (
     FileReader("hidden-model booster", "binary", _hidden_booster),
     FileReader("policy-model manifest", "json", _policy_manifest),
     FileReader("train-hidden rows.npz", "npz", _rows_checkpoint),
+    FileReader("Pasur strategy table (strategy.parquet)", "parquet", _strategy_table),
+    FileReader("DCFR run manifest", "json", _dcfr_run_manifest),
     FileReader("Numeral211 bucket map", "npz", _bucket_map, json_member="meta"),
     FileReader("Numeral211 Phi (embedding)", "npz", _embedding, json_member="meta"),
     FileReader("Numeral211 strategy", "npz", _numeral211_policy, json_member="meta"),

@@ -183,17 +183,16 @@ def _run_files(path: Path) -> tuple[Path, dict[str, Any]]:
     manifest: dict[str, Any] = {}
     # every file read is confined to the folder (no "../", no link out of it)
     mpath = file_in_folder(path, RUN_MANIFEST, named_by=path, key="the manifest")
-    if mpath.is_file():
-        try:
-            manifest = json.loads(mpath.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise CorruptFileError(f"{mpath} is not valid JSON: {exc}") from None
+    if os.path.lexists(mpath):  # a FIFO or device there is refused, not read
+        from tensorcfr.utils.reading import load_json
+
+        manifest = load_json(mpath, "the manifest of a DCFR run", 4 * 2**20)
         if not isinstance(manifest, dict) or manifest.get("format") != RUN_FORMAT:
             raise CorruptFileError(f"{mpath} is not the manifest of a DCFR solve")
     files = manifest.get("files") or {}
     name = files.get("strategy_table", RUN_TABLE) if isinstance(files, dict) else None
     table = file_in_folder(path, name, named_by=mpath, key="files.strategy_table")
-    if not table.is_file():
+    if not os.path.lexists(table):
         raise CorruptFileError(f"{table} is missing: is {path} the --out folder of a DCFR "
                                "solve that finished?")
     return table, manifest

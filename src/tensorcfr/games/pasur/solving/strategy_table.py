@@ -19,6 +19,7 @@ core columns.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -221,6 +222,7 @@ def write_strategy_table(path: str | Path, graphs: Sequence[RoundGraph],
 
 
 def _fail(path: Path, why: str) -> CorruptFileError:
+    why = " ".join(why.split())[:200]  # one line, whatever the Parquet library said
     return CorruptFileError(f"{path} is not a valid strategy table: {why}")
 
 
@@ -231,14 +233,17 @@ def load_strategy_table(path: str | Path) -> StrategyTable:
     another format (metadata), missing core columns or wrong column types, nulls, or
     probabilities outside [0, 1].
     """
+    from tensorcfr.utils.reading import MAX_TABLE_BYTES, check_input_file
+
     path = Path(path)
-    if not path.is_file():
+    if not os.path.lexists(path):
         raise CorruptFileError(f"strategy table {path} does not exist")
+    check_input_file(path, "strategy table", MAX_TABLE_BYTES)  # a FIFO or device: unopened
     try:
         parquet = pq.ParquetFile(str(path))
         schema = parquet.schema_arrow
         table = parquet.read()
-    except (pa.ArrowException, OSError, ValueError) as exc:
+    except (pa.ArrowException, OSError, ValueError, TypeError, NotImplementedError) as exc:
         raise _fail(path, f"unreadable Parquet ({exc})") from None
     raw = (schema.metadata or {}).get(_META_KEY)
     if raw is None:
