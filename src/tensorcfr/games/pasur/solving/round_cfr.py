@@ -36,6 +36,7 @@ scored before the node are not included (``RoundGraph`` attaches rewards to edge
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -394,11 +395,10 @@ class RoundCheckpointStore:
         self.directory = Path(directory)
         self.identity = json.loads(json.dumps(identity))  # normalized JSON types
         meta_path = self.directory / "meta.json"
-        if meta_path.exists():
-            try:
-                meta = json.loads(meta_path.read_text(encoding="utf-8"))
-            except (OSError, ValueError) as exc:
-                raise CorruptFileError(f"checkpoint {meta_path} is unreadable: {exc}") from None
+        if os.path.lexists(meta_path):  # a FIFO or device there is refused, not read
+            from tensorcfr.utils.reading import load_json
+
+            meta = load_json(meta_path, "checkpoint", 4 * 2**20)
             if not isinstance(meta, dict) or meta.get("format") != self.FORMAT:
                 raise CorruptFileError(f"{meta_path} is not a tensorcfr DCFR checkpoint")
             if meta.get("identity") != self.identity:
@@ -433,9 +433,12 @@ class RoundCheckpointStore:
 
     def load(self, round_index: int, graph: RoundGraph) -> RoundResult | None:
         """The finished round ``round_index`` (checked against ``graph``), or ``None``."""
+        from tensorcfr.utils.reading import check_input_file
+
         path = self._path(round_index)
-        if not path.exists():
+        if not os.path.lexists(path):
             return None
+        check_input_file(path, "checkpoint")  # a FIFO or device: refused unopened
         try:
             payload = torch.load(path, map_location="cpu", weights_only=True)
             strategy = list(payload["average_strategy"])
@@ -443,10 +446,14 @@ class RoundCheckpointStore:
             ok = (payload["round_index"] == round_index and len(strategy) == PLIES_PER_ROUND
                   and all(s.numel() == p.numel() for s, p in zip(strategy, graph.edge_parent))
                   and root_values.numel() == graph.num_nodes[0])
+            ok = ok and all(bool(torch.isfinite(s).all()) for s in strategy) \
+                and bool(torch.isfinite(root_values).all())
         except Exception as exc:  # noqa: BLE001 - any unreadable payload is a corrupt file
-            raise CorruptFileError(f"checkpoint {path} is unreadable: {exc}") from None
+            reason = " ".join(str(exc).split())[:200] or type(exc).__name__
+            raise CorruptFileError(f"checkpoint {path} is unreadable: {reason}") from None
         if not ok:
-            raise CorruptFileError(f"checkpoint {path} does not match the round's graph")
+            raise CorruptFileError(f"checkpoint {path} does not match the round's graph or "
+                                   "holds NaN/inf")
         device = graph.next_root.device
         return RoundResult(round_index=round_index,
                            average_strategy=[s.to(device) for s in strategy],
