@@ -648,7 +648,7 @@ def test_cli_user_errors_are_one_line(tmp_path: Path) -> None:
         _runner.invoke(_cli_app, ["exploitability", "kuhn_poker", str(garbage)]), "garbage")
     _assert_one_line_error(
         _runner.invoke(_cli_app, ["exploitability", "kuhn_poker", str(tmp_path / "none.npz")]),
-        "no such file")
+        "does not exist")
     # Unknown game.
     _assert_one_line_error(
         _runner.invoke(_cli_app, ["exploitability", "kuhn_pokr", str(path)]), "unknown game")

@@ -271,7 +271,7 @@ def test_cli_batch_unreadable_deck_file(tmp_path):
 
 def test_cli_analyze_bad_input(tmp_path):
     res = runner.invoke(app, ["pasur", "analyze", str(tmp_path / "none")])
-    assert res.exit_code == 2 and "is not a folder" in res.output
+    assert res.exit_code == 2 and "none does not exist" in res.output
     (tmp_path / "empty").mkdir()
     res = runner.invoke(app, ["pasur", "analyze", str(tmp_path / "empty")])
     assert res.exit_code == 2 and "decks.parquet is missing" in res.output

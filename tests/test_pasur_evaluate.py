@@ -84,7 +84,7 @@ def test_cli_evaluate(model_dir):
     data = json.loads(res.stdout)
     assert list(data["policies"]) == ["mine"] and data["seed"] == SEED
     res = runner.invoke(app, ["pasur", "evaluate", "--seed", str(SEED), "--model", "/nope"])
-    assert res.exit_code == 2 and "is not a folder" in res.output
+    assert res.exit_code == 2 and "/nope does not exist" in res.output
     res = runner.invoke(app, ["pasur", "evaluate", "--seed", str(SEED), "--model",
                               f"random={model_dir}"])
     assert res.exit_code == 2 and "is taken" in res.output

@@ -104,7 +104,7 @@ def test_selfplay_cli_json(run_dir, tmp_path):
 @pytest.mark.parametrize("args, message", [
     (["--alex", "nash", "--bob", "random"], "unknown player 'nash'"),
     (["--alex", "model", "--bob", "random"], "needs --model"),
-    (["--alex", "model", "--bob", "random", "--model", "/nonexistent"], "not a folder"),
+    (["--alex", "model", "--bob", "random", "--model", "/nonexistent"], "does not exist"),
     (["--alex", "random", "--bob", "random", "--games", "0"], "must be between 1 and"),
 ])
 def test_selfplay_cli_errors(args, message):

@@ -135,8 +135,8 @@ def test_terminal_hidden_hands_is_the_default(tmp_path):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--seed", "-1"], "--seed must be a whole number from 0 to 2^63-1"),
-    (["--seed", str(2**63)], "--seed must be a whole number from 0 to 2^63-1"),
+    (["--seed", "-1"], "--seed must be between 0 and 9,223,372,036,854,775,807"),
+    (["--seed", str(2**63)], "--seed must be between 0 and 9,223,372,036,854,775,807"),
     (["--mode", "closed"], "the mode is hidden or open"),
     (["--mode", "hidden", "--ai", "table"], "--ai must be one of"),
 ])

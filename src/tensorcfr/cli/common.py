@@ -112,17 +112,21 @@ class PathCheck:
 
     ``keep`` lists words that are not paths (``seeds`` for a deck file); with ``named`` a
     value ``NAME=PATH`` is checked as ``PATH``; ``what`` names an argument's path in messages
-    (``run folder x does not exist`` rather than ``RUNS x ...``). The role is read by
+    (``run folder x does not exist`` rather than ``RUNS x ...``); with ``per_file`` (a
+    command that reports each of several inputs, as ``pasur replay``) a missing file or a
+    folder is left to the command and only what would block or never end (a FIFO, a device)
+    and empty paths are refused here. The role is read by
     the generated command-tree test (``tests/test_cli_generated.py``) to choose bad paths.
     Errors are :class:`~tensorcfr.errors.TensorCFRError` (one ``error:`` line, exit 2).
     """
 
     def __init__(self, role: PathRole, *, keep: tuple[str, ...] = (), named: bool = False,
-                 what: str = "") -> None:
+                 what: str = "", per_file: bool = False) -> None:
         self.role: PathRole = role
         self.keep = keep
         self.named = named
         self.what = what
+        self.per_file = per_file
 
     def __repr__(self) -> str:
         return f"PathCheck({self.role!r})"
@@ -135,6 +139,13 @@ class PathCheck:
             io.check_output_file(value, option)
         elif self.role == "output-dir":
             io.check_output_dir(value, option)
+        elif self.role == "input-file" and self.per_file:
+            target = io.check_path_text(value, option)
+            kind = io.file_kind(target)
+            if kind is not None:
+                from tensorcfr.errors import TensorCFRError
+
+                raise TensorCFRError(f"{option} {target} is {kind}, not a regular file")
         elif self.role == "input-file":
             io.check_input_file(value, option)
         elif self.role == "input-dir":
@@ -145,7 +156,17 @@ class PathCheck:
                 io.check_input_file(target, option)
 
     def callback(self, ctx: Any, param: Any, value: Any) -> Any:
-        """Check ``value`` (one path or a list) of ``param``; return it unchanged."""
+        """Check ``value`` (one path or a list) of ``param``; return it unchanged. A refusal
+        is printed as one ``error:`` line and exits with code 2 (:func:`fail`), so it reads
+        the same however the command is run (the entry point, ``CliRunner``, a test app)."""
+        from tensorcfr.errors import TensorCFRError
+
+        try:
+            return self._check_all(ctx, param, value)
+        except TensorCFRError as exc:
+            fail(str(exc), exc.exit_code)
+
+    def _check_all(self, ctx: Any, param: Any, value: Any) -> Any:
         if value is None:
             return value
         from tensorcfr.errors import TensorCFRError
@@ -196,8 +217,9 @@ def range_error_line(exc: Any) -> str | None:
     span = (f"between {_number(low)} and {_number(high)}" if low is not None
             and high is not None else f"at least {_number(low)}" if low is not None
             else f"at most {_number(high)}")
-    finite = "" if math.isfinite(number) else "a finite number "
-    return f"{name} must be {finite}{span}, got {_number(value)}"
+    if not math.isfinite(number):
+        return f"{name} must be a finite number {span}, got {_number(value)}"
+    return f"{name} must be {span}, got {_number(value)}"
 
 
 def _number(value: Any) -> str:
@@ -210,13 +232,56 @@ def _number(value: Any) -> str:
 
 
 def path_check(role: PathRole, *, keep: tuple[str, ...] = (), named: bool = False,
-               what: str = "") -> Any:
+               what: str = "", per_file: bool = False) -> Any:
     """The typer ``callback=`` of a path option: a function running :class:`PathCheck`
     (which it carries as ``.path_check``, read by the generated command-tree test)."""
-    checker = PathCheck(role, keep=keep, named=named, what=what)
+    checker = PathCheck(role, keep=keep, named=named, what=what, per_file=per_file)
 
     def callback(ctx: typer.Context, param: typer.CallbackParam, value: Any) -> Any:
         return checker.callback(ctx, param, value)
 
     callback.path_check = checker  # type: ignore[attr-defined]
     return callback
+
+
+_TEXT_ANNOTATIONS = {"str", "Optional[str]", "str|None", "list[str]", "Optional[list[str]]",
+                     "list[str]|None"}
+
+
+def _is_text(annotation: Any) -> bool:
+    text = annotation if isinstance(annotation, str) else getattr(
+        annotation, "__name__", None) if annotation is str else repr(annotation)
+    text = str(text).replace(" ", "").replace("typing.", "")
+    return text in _TEXT_ANNOTATIONS
+
+
+def _nonempty_text(ctx: typer.Context, param: typer.CallbackParam, value: Any) -> Any:
+    """Refuse an empty (or blank) text value of ``param`` in one line (exit code 2)."""
+    for item in value if isinstance(value, (list, tuple)) else [value]:
+        if isinstance(item, str) and not item.strip():
+            fail(f"{option_name(param)}: the value is empty")
+    return value
+
+
+def refuse_empty_text(app: typer.Typer) -> None:
+    """Give every text option and argument of ``app``'s commands (sub-apps included) that
+    has no callback of its own a check that refuses an empty value (``--device ''``,
+    ``--agents ''``), so that no command reads ``''`` as "not given" or as the current
+    folder. Path options have :func:`path_check`, which refuses empty paths itself. Called
+    once by the entry point after the commands are wired, so a new option is covered
+    without being listed."""
+    import inspect
+
+    from typer.models import ParameterInfo
+
+    for info in app.registered_commands:
+        if info.callback is None:
+            continue
+        for param in inspect.signature(info.callback).parameters.values():
+            default = param.default
+            if isinstance(default, ParameterInfo) and default.callback is None \
+                    and _is_text(param.annotation):
+                default.callback = _nonempty_text
+    for group in app.registered_groups:
+        if group.typer_instance is not None:
+            refuse_empty_text(group.typer_instance)

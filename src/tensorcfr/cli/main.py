@@ -3,14 +3,34 @@
 from __future__ import annotations
 
 import sys
+from typing import Any, Callable, NoReturn
 
 import typer
+from typer.core import TyperGroup
 
 from tensorcfr import __version__
-from tensorcfr.cli.common import install_stop_signals, print_error, range_error_line
+from tensorcfr.cli.common import (install_stop_signals, print_error, range_error_line,
+                                  refuse_empty_text)
 from tensorcfr.errors import InterruptedRun, TensorCFRError
 
+
+class _OneLineErrorsGroup(TyperGroup):
+    """The root command: also when it is called as click calls it (``standalone_mode``, e.g.
+    typer's ``CliRunner``), errors are the one line of :func:`main`, not typer's box."""
+
+    def main(self, args: Any = None, prog_name: Any = None, complete_var: Any = None,
+             standalone_mode: bool = True, **extra: Any) -> Any:
+        def run() -> Any:
+            return super(_OneLineErrorsGroup, self).main(
+                args, prog_name, complete_var, standalone_mode=False, **extra)
+
+        if not standalone_mode:
+            return run()
+        _run_with_one_line_errors(run)
+
+
 app = typer.Typer(
+    cls=_OneLineErrorsGroup,
     name="tensorcfr",
     help="Counterfactual regret minimization as tensor operations: Pasur solved end to end "
     "(exact solver, the paper's tensor CFR, hidden-hand agents, play against the AI), a generic "
@@ -43,6 +63,7 @@ def _register() -> None:
     app.add_typer(numeral211.app, name="numeral211")
     generic.register(app)
     app.command("bench")(bench.bench_command)
+    refuse_empty_text(app)  # every text option: '' is refused, not read as "not given"
 
 
 _register()
@@ -59,21 +80,21 @@ def usage_error_line(exc: Exception) -> str:
     return f"{message}; see `{path} --help`"
 
 
-def main() -> None:
-    """Run the CLI; user errors become one red line on stderr and a non-zero exit code.
+def _run_with_one_line_errors(run: Callable[[], Any]) -> NoReturn:
+    """Run ``run`` (the command line, click's non-standalone mode) and exit: user errors
+    become one red ``error:`` line on stderr and a non-zero exit code.
 
     Usage errors that typer would print as a multi-line box (``-n 1e3``, ``--seed abc``,
-    unknown options) are printed as one ``error:`` line too, with exit code 2.
-    """
+    unknown options, a number outside its option's range) are one line too, with exit code 2;
+    so are the errors of the checks run while the command line is parsed (path options)."""
     try:  # typer >= 0.2x vendors click as typer._click; older versions use click itself
         from typer._click import exceptions as click_exceptions
     except ImportError:  # pragma: no cover - older typer
         from click import exceptions as click_exceptions  # type: ignore[no-redef]
     no_args_is_help = getattr(click_exceptions, "NoArgsIsHelpError", ())
 
-    install_stop_signals()
     try:
-        code = app(standalone_mode=False)
+        code = run()
         if isinstance(code, int) and not isinstance(code, bool) and code:
             if code == 130:  # typer turns a KeyboardInterrupt into Exit(130), silently
                 print_error("stopped by SIGINT or SIGTERM", "interrupted")
@@ -93,6 +114,13 @@ def main() -> None:
     except (KeyboardInterrupt, typer.Abort):  # click turns Ctrl-C into Abort
         print_error("stopped by SIGINT or SIGTERM", "interrupted")
         sys.exit(130)
+    sys.exit(0)
+
+
+def main() -> None:
+    """Run the CLI (the ``tensorcfr`` entry point); see :func:`_run_with_one_line_errors`."""
+    install_stop_signals()
+    _run_with_one_line_errors(lambda: app(standalone_mode=False))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -75,7 +75,8 @@ def _replay_one(path: str) -> tuple[int, dict[str, Any]]:
 
 
 def replay_command(
-    files: list[str] = typer.Argument(..., callback=path_check("input-file", what="record file"),
+    files: list[str] = typer.Argument(..., callback=path_check("input-file", what="record file",
+                                                               per_file=True),
                                       help="Game record files (JSON: deal + 48 plays).",
                                       show_default=False),
     json_out: bool = typer.Option(False, "--json",
