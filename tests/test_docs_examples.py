@@ -7,7 +7,8 @@ directory (one module-scoped temporary folder, seeded with the files of
 set; stdout and stderr go to one stream, as on a terminal 100 columns wide), and its output
 is compared with the lines under it. A block whose commands show no output at all is a recipe
 (a long run, a server): it is not run, but every command, sub-command and option in it must
-exist (``test_docs_command_lines_parse``); so must those of the examples and of skipped blocks.
+exist (``test_docs_command_lines_parse``); so must those of the examples, of skipped blocks and
+the ``tensorcfr ...`` commands quoted in the pages' prose (``test_docs_inline_commands_parse``).
 
 The masking convention (the same on both sides, so a page stays readable):
 
@@ -340,12 +341,16 @@ ALL_COMMANDS = [(b, c) for b in ALL_BLOCKS for c in b.commands if c.argv[:1] == 
 def test_docs_command_lines_parse(block: Block, command: Command) -> None:
     """Every ``$ tensorcfr`` line of every block (recipes and skipped ones too) names
     commands and options that exist."""
+    _check_command_line(block.rel, command)
+
+
+def _check_command_line(rel: str, command: Command) -> None:
     cmd = _click_root()
     words = command.argv[1:]
     path = ["tensorcfr"]
     while hasattr(cmd, "list_commands") and words and not words[0].startswith("-"):
         sub = cmd.get_command(None, words[0])  # type: ignore[arg-type]
-        assert sub is not None, f"{block.rel}:{command.line}: no command {' '.join(path)} {words[0]}"
+        assert sub is not None, f"{rel}:{command.line}: no command {' '.join(path)} {words[0]}"
         path.append(words.pop(0))
         cmd = sub
     known = {"--help"}
@@ -355,8 +360,38 @@ def test_docs_command_lines_parse(block: Block, command: Command) -> None:
     for word in words:
         if word.startswith("-") and not re.fullmatch(r"-\d[\d.e-]*", word):
             name = word.split("=", 1)[0]
-            assert name in known, (f"{block.rel}:{command.line}: `{' '.join(path)}` has no "
+            assert name in known, (f"{rel}:{command.line}: `{' '.join(path)}` has no "
                                    f"option {name}")
+
+
+INLINE_COMMAND = re.compile(r"`((?:\.venv/bin/)?tensorcfr [^`]+)`")
+
+
+def _inline_commands() -> list[tuple[str, Command]]:
+    """``tensorcfr ...`` in the pages' prose (inline code) and in blocks without ``$``."""
+    found = []
+    for page in doc_pages():
+        text = page.read_text(encoding="utf-8")
+        for match in INLINE_COMMAND.finditer(text):
+            line = text.count("\n", 0, match.start()) + 1
+            words = match.group(1).split()
+            words[0] = "tensorcfr"
+            found.append((page.relative_to(ROOT).as_posix(), Command(line, " ".join(words))))
+    return found
+
+
+INLINE_COMMANDS = _inline_commands()
+
+
+@pytest.mark.parametrize("rel,command", INLINE_COMMANDS,
+                         ids=[f"{rel}:{c.line}" for rel, c in INLINE_COMMANDS])
+def test_docs_inline_commands_parse(rel: str, command: Command) -> None:
+    """A command quoted in prose names commands and options that exist, as the blocks do."""
+    try:
+        command.argv
+    except ValueError:
+        pytest.skip(f"{rel}:{command.line}: not a command line: {command.text}")
+    _check_command_line(rel, command)
 
 
 def test_docs_examples_collected() -> None:
