@@ -3,12 +3,15 @@
 What counts as an example: a fenced code block with at least one line ``$ tensorcfr ...``
 followed by output lines. Every command of such a block runs, in order, in one working
 directory (one module-scoped temporary folder, seeded with the files of
-``tests/data/docs_examples/``), README.md first, then docs/ in name order, in this process (``tensorcfr.cli.main.main`` with ``sys.argv``
-set; stdout and stderr go to one stream, as on a terminal 100 columns wide), and its output
-is compared with the lines under it. A block whose commands show no output at all is a recipe
-(a long run, a server): it is not run, but every command, sub-command and option in it must
-exist (``test_docs_command_lines_parse``); so must those of the examples, of skipped blocks and
-the ``tensorcfr ...`` commands quoted in the pages' prose (``test_docs_inline_commands_parse``).
+``tests/data/docs_examples/``), README.md first, then docs/ in name order, in this process
+(``tensorcfr.cli.main.main`` with ``sys.argv`` set; stdout and stderr go to one stream, as on
+a terminal 100 columns wide), and its output is compared with the lines under it.
+
+A block whose commands show no output at all is a recipe (a long run, a server): it is not
+run, but every command, sub-command and option in it must exist
+(``test_docs_command_lines_parse``); so must those of the examples, of skipped blocks and the
+``tensorcfr ...`` commands quoted in the pages' prose (``test_docs_inline_commands_parse``).
+Every relative link must resolve, and README.md must link every page of docs/benchmarks/.
 
 The masking convention (the same on both sides, so a page stays readable):
 
@@ -19,11 +22,12 @@ The masking convention (the same on both sides, so a page stays readable):
 * ``(exit code N)`` at the end of an output line is the exit code the command must give
   (0 otherwise); it is not part of the output. ``# ...`` after a command is a shell comment.
 * What varies from run to run is masked by ``MASKS`` below: durations with a decimal point
-  (``0.213 s``, ``1.469 ms``) or in parentheses (``(2 s)``), rates (``4,586 games/s``), peak memory (``peak memory 265.9 MiB``,
-  ``peak RSS 373 MiB``), the per-iteration time of ``solve``'s table, load averages, dates,
-  and in JSON the values of keys that hold times, rates or memory (``seconds``,
-  ``ms_per_iteration``, ``peak_rss_mb``, ...). Everything else (values, exploitabilities,
-  counts, card lists) must match exactly: the examples run with one thread and fixed seeds.
+  (``0.213 s``, ``1.469 ms``) or in parentheses (``(2 s)``), rates (``4,586 games/s``), peak
+  memory (``peak memory 265.9 MiB``, ``peak RSS 373 MiB``), the per-iteration time of
+  ``solve``'s table, load averages, dates, and in JSON the values of keys that hold times,
+  rates or memory (``seconds``, ``ms_per_iteration``, ``peak_rss_mb``, ...). Everything else
+  (values, exploitabilities, counts, card lists) must match exactly: the examples run with one
+  thread and fixed seeds.
 * A float printed with more than 9 significant digits compares on its first 9 (the last
   digits of a float64 sum follow the order of summation).
 
@@ -37,7 +41,8 @@ Directives, an HTML comment on one of the two lines before the opening fence:
 An example may use the files of the examples above it (a solve, then a replay of its file);
 a case run on its own (``-k``) first runs every block before it, unchecked. A command that
 already ran and matched with the very same page output (a page repeating a README example)
-is not run twice.
+is not run twice. ``test_docs_examples_collected`` prints how many examples ran and were
+skipped (``pytest -s``).
 """
 
 from __future__ import annotations
@@ -68,10 +73,12 @@ MASKS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\d[\d,]*(?:\.\d+)? games/s"), "<rate>"),
     (re.compile(r"(?<![\w.])\d[\d,]*\.\d+ ?(?:s|ms|µs|us|min|h)\b"), "<time>"),
     (re.compile(r"\((\d+) s\)"), "(<time>)"),  # a progress line's whole seconds: (2 s)
-    (re.compile(r"load(?: average)?s?:? \d+(?:\.\d+)?(?:(?:-|, | to )\d+(?:\.\d+)?)*"), "load <load>"),
+    (re.compile(r"load(?: average)?s?:? \d+(?:\.\d+)?(?:(?:-|, | to | / )\d+(?:\.\d+)?)*"),
+     "load <load>"),
     # floats with more than 9 significant digits: the first 9 (the last ones follow summation order)
     (re.compile(r"(\d*\.0*[1-9]\d{8})\d+"), r"\1"),
-    (re.compile(r"\d{4}-\d\d-\d\d(?:[T ]\d\d:\d\d(?::\d\d(?:\.\d+)?)?)?(?:Z|[+-]\d\d:?\d\d)?"), "<date>"),
+    (re.compile(r"\d{4}-\d\d-\d\d(?:[T ]\d\d:\d\d(?::\d\d(?:\.\d+)?)?)?(?:Z|[+-]\d\d:?\d\d)?"),
+     "<date>"),
 ]
 
 EXIT_CODE = re.compile(r"\s*\(exit code (\d+)\)\s*$")
@@ -425,7 +432,8 @@ def _links(page: Path) -> list[tuple[int, str]]:
     return found
 
 
-@pytest.mark.parametrize("page", doc_pages(), ids=[p.relative_to(ROOT).as_posix() for p in doc_pages()])
+@pytest.mark.parametrize("page", doc_pages(),
+                         ids=[p.relative_to(ROOT).as_posix() for p in doc_pages()])
 def test_docs_relative_links_resolve(page: Path) -> None:
     """Every relative link of a page points at a file or folder that exists."""
     broken = []
@@ -443,8 +451,8 @@ def test_every_benchmark_page_is_listed_in_readme() -> None:
     readme = ROOT / "README.md"
     linked = {(ROOT / target.split("#", 1)[0]).resolve() for _, target in _links(readme)
               if not re.match(r"[a-z]+:", target) and not target.startswith("#")}
-    orphans = [p.relative_to(ROOT).as_posix() for p in sorted((ROOT / "docs" / "benchmarks").glob("*.md"))
-               if p.resolve() not in linked]
+    pages = sorted((ROOT / "docs" / "benchmarks").glob("*.md"))
+    orphans = [p.relative_to(ROOT).as_posix() for p in pages if p.resolve() not in linked]
     assert not orphans, f"benchmark pages README.md does not link: {orphans}"
 
 
