@@ -131,10 +131,7 @@ def check_run_identity(path: Path, identity: dict[str, Any], *, what: str,
     line unless its ``identity`` is the same (keys in ``ignore`` aside), naming each option
     that differs (:func:`option_differences` with ``names``). ``identity["format"]`` says what
     kind of folder it is; a file of another format, or unreadable, is refused too."""
-    import json
-
     from tensorcfr.utils.io import write_json_atomic
-
     from tensorcfr.utils.reading import load_json
 
     if not os.path.lexists(path):
