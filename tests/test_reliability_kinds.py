@@ -386,3 +386,18 @@ def test_a_local_ray_run_starts_its_own_instance_and_ctrl_c_during_its_start_sto
         import shutil
 
         shutil.rmtree(ray_tmp, ignore_errors=True)
+
+
+def test_an_address_where_nothing_answers_is_not_blamed_on_the_token() -> None:
+    import socket
+
+    from tensorcfr.utils.ray_cluster import _failure_hint
+
+    with socket.socket() as probe:  # a port where nothing listens
+        probe.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{probe.getsockname()[1]}"
+    hint = _failure_hint(address, "Failed to connect to GCS at address 127.0.0.1 within 5 "
+                         "seconds", auth="")
+    assert "nothing answers there" in hint and "token" not in hint
+    assert "token" in _failure_hint(address, "Authentication failed: UNAUTHENTICATED", "")
+    assert _failure_hint(None, "Failed to connect", "") == ""
