@@ -17,7 +17,7 @@ argument) and feeds each parameter the bad values of its kind:
   file or folder must carry a ``PathCheck`` (so a new path option is not missed).
 
 Every case must exit with code 2 and print exactly one ``error:`` line naming the option, no
-traceback, before the command's body runs (the body is replaced by one that fails the case:
+traceback, within ``CASE_SECONDS``, before the command's body runs (the body is replaced by one that fails the case:
 each bad value here is decidable from the command line alone, so no work ever starts), and
 leave every file in the test's folder and the current folder as it was (no device or FIFO
 replaced, nothing created). The grid is run whole (about 1,700 cases, about 3 s on one core);
@@ -30,6 +30,7 @@ import math
 import os
 import random
 import re
+import signal
 import stat
 import sys
 from dataclasses import dataclass
@@ -55,8 +56,20 @@ PATH_WORDS = re.compile(r"\b(files?|folders?|director(y|ies)|paths?|checkpoint|p
                         r"json)\b", re.IGNORECASE)
 
 
+CASE_SECONDS = 10
+"""A case still running after this long (a check that opened a FIFO, say) fails as hung."""
+
+
 class BodyReached(Exception):
     """A command's body started: its bad value was accepted by the parser."""
+
+
+class CaseHung(Exception):
+    """A case ran past ``CASE_SECONDS``."""
+
+
+def _hung(signum: int, frame: Any) -> None:
+    raise CaseHung
 
 
 @dataclass(frozen=True)
@@ -316,14 +329,21 @@ def test_generated_bad_values(places: Places, tmp_path: Path, capsys: pytest.Cap
         argv = ["tensorcfr", *case.command, *case.extra]
         monkeypatch.setattr(sys, "argv", argv)
         code: Any = 0
+        previous = signal.signal(signal.SIGALRM, _hung)
+        signal.setitimer(signal.ITIMER_REAL, CASE_SECONDS)
         try:
             main()
         except SystemExit as exc:
             code = exc.code
         except BodyReached:
             code = "body ran"
+        except CaseHung:
+            code = f"hung (over {CASE_SECONDS} s)"
         except Exception as exc:  # noqa: BLE001 - a traceback is what the test looks for
             code = f"traceback {type(exc).__name__}: {exc}"
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
         err = capsys.readouterr().err
         lines = [line for line in err.splitlines() if line.strip()]
         problem = ""
