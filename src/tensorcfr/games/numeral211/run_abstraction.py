@@ -122,7 +122,7 @@ def build_abstraction_file(settings: AbstractionSettings,
     import torch
 
     from tensorcfr.games.numeral211.abstractions import build_abstraction, parse_weights
-    from tensorcfr.utils.io import check_output_file
+    from tensorcfr.utils.io import check_distinct_outputs, check_output_file
 
     s = settings
     torch.set_num_threads(s.threads)
@@ -130,6 +130,7 @@ def build_abstraction_file(settings: AbstractionSettings,
     soft: Optional[dict[str, Any]] = None
     if s.soft_out is not None:
         soft_target = os.path.abspath(check_output_file(s.soft_out, "--soft-out"))
+        check_distinct_outputs({"--out": s.out, "--soft-out": s.soft_out})
     config = s.game if s.game is not None else GameConfig()
     bmap = build_abstraction(config, s.method, s.flop, s.turn, seed=s.seed, ehs_bins=s.bins,
                              weights=parse_weights(s.weights), max_iter=s.max_iter,

@@ -85,13 +85,15 @@ def check_positive_minutes(minutes: float) -> None:
 
 
 def check_output_files(**paths: Optional[str | Path]) -> None:
-    """Check before any long work that each given output file can be written; keys are the
-    option names without dashes (``save``, ``out``, ``plot``, ``curve``)."""
-    from tensorcfr.utils.io import check_output_file
+    """Check before any long work that each given output file can be written and that no
+    two of them are the same file; keys are the option names without dashes (``save``,
+    ``out``, ``plot``, ``curve``)."""
+    from tensorcfr.utils.io import check_distinct_outputs, check_output_file
 
     for option, path in paths.items():
         if path is not None:
             check_output_file(path, f"--{option}")
+    check_distinct_outputs({f"--{option}": path for option, path in paths.items()})
 
 
 def sampling_of(sample_boards: Optional[int], seed: int) -> Any:
