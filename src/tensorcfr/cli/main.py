@@ -120,7 +120,22 @@ def _run_with_one_line_errors(run: Callable[[], Any]) -> NoReturn:
 def main() -> None:
     """Run the CLI (the ``tensorcfr`` entry point); see :func:`_run_with_one_line_errors`."""
     install_stop_signals()
-    _run_with_one_line_errors(lambda: app(standalone_mode=False))
+    try:
+        _run_with_one_line_errors(lambda: app(standalone_mode=False))
+    finally:
+        _ignore_late_signals()
+
+
+def _ignore_late_signals() -> None:
+    """The command is over (its output or its one line is printed): a SIGINT or SIGTERM while
+    the interpreter exits (a second Ctrl-C, one a server re-raises as it stops) is ignored, so
+    no finalizer prints a KeyboardInterrupt traceback and the exit code stays the command's."""
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        for s in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(s, lambda signum, frame: None)
 
 
 if __name__ == "__main__":  # pragma: no cover
