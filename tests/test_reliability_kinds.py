@@ -401,3 +401,15 @@ def test_an_address_where_nothing_answers_is_not_blamed_on_the_token() -> None:
     assert "nothing answers there" in hint and "token" not in hint
     assert "token" in _failure_hint(address, "Authentication failed: UNAUTHENTICATED", "")
     assert _failure_hint(None, "Failed to connect", "") == ""
+
+
+def test_a_rows_checkpoint_of_other_options_is_refused_naming_the_option(tmp_path) -> None:
+    from tensorcfr.games.pasur.learning.hidden_model import TrainHiddenSettings, _collect_rows
+
+    out = tmp_path / "m"
+    out.mkdir()
+    _damage_rows(out / "rows.npz", "none")  # a whole checkpoint of seed 0, teacher exact
+    before = (out / "rows.npz").read_bytes()
+    with pytest.raises(TensorCFRError, match="--seed 1 \\(the saved rows used 0\\)"):
+        _collect_rows(TrainHiddenSettings(games=2, out=out, seed=1), lambda p: None)
+    assert (out / "rows.npz").read_bytes() == before  # kept, not overwritten
