@@ -101,10 +101,11 @@ def _compare_regrets(game, ours, infoset_regrets, os_game, template) -> int:
 
 def test_cfr_iterates_match_openspiel(tiny) -> None:
     """Vanilla CFR, alternating updates: the cumulative regrets of every infoset agree with
-    OpenSpiel's CFRSolver for the first two iterations.  (Later some regrets that are exactly
-    0 in OpenSpiel come out +-1e-17 here, the card-removal sums cancelling in another order,
-    and regret matching turns such noise into another pure strategy; so the iterates are
-    compared entry by entry while no such tie has occurred.)"""
+    OpenSpiel's own CFRSolver, entry by entry, for two iterations (its Python solver is slow
+    here; ``test_iterates_match_openspiel_for_100_iterations`` goes to 100 through the
+    generic engine, and ``benchmarks/bench_numeral211_openspiel_parity.py`` runs OpenSpiel's
+    solver itself for 100).  Rows whose regrets are all 0 in OpenSpiel are uniform there;
+    they are skipped in the policy comparison, which only counts informative rows."""
     from open_spiel.python.algorithms import cfr
 
     game, os_game, template, _ = tiny
