@@ -17,7 +17,7 @@ from typing import Any, Optional
 
 import typer
 
-from tensorcfr.cli.common import err_console, print_json
+from tensorcfr.cli.common import MAX_SEED, MAX_THREADS, err_console, path_check, print_json
 from tensorcfr.games.numeral211.run_common import ROUND_NAMES
 
 
@@ -49,32 +49,39 @@ def game_config(ranks: Optional[str], suits: Optional[int]) -> Any:
 def abstract_command(
     method: str = typer.Option(..., "--method", "-m",
                                help="ehs | paemd | krwemd"),
-    flop: int = typer.Option(225, "--flop", help="Buckets on the flop (paper: 225)."),
-    turn: int = typer.Option(396, "--turn", help="Buckets on the turn (paper: 396)."),
-    out: str = typer.Option(..., "--out", "-o", help="Bucket-map file to write (.npz)."),
-    seed: int = typer.Option(0, "--seed", help="Clustering seed."),
+    flop: int = typer.Option(225, "--flop", min=1, max=10**6,
+                             help="Buckets on the flop (paper: 225)."),
+    turn: int = typer.Option(396, "--turn", min=1, max=10**6,
+                             help="Buckets on the turn (paper: 396)."),
+    out: str = typer.Option(..., "--out", "-o", callback=path_check("output-file"),
+                            help="Bucket-map file to write (.npz)."),
+    seed: int = typer.Option(0, "--seed", min=0, max=MAX_SEED, help="Clustering seed."),
     bins: bool = typer.Option(False, "--bins",
                               help="EHS: equal-width equity bins instead of k-means."),
     feature: str = typer.Option("ehs", "--feature", help="EHS: the clustered feature, ehs "
                                 "(equity) or ehs2 (E[HS^2] over the remaining cards)."),
-    hist_turn: Optional[int] = typer.Option(None, "--hist-turn", help="PaEmd: turn equity "
+    hist_turn: Optional[int] = typer.Option(None, "--hist-turn", min=1, max=10**6,
+                                            help="PaEmd: turn equity "
                                             "clusters the flop histograms are taken over "
                                             "(default: --turn)."),
     weights: str = typer.Option("16,4,1;4,1", "--weights",
                                 help="KrwEmd weights 'turn own,flop,preflop;flop own,preflop' "
                                 "(papers: 16,4,1;4,1  7,5,3;5,3  1,1,1;1,1  3,5,7;5,7)."),
-    max_iter: int = typer.Option(100, "--max-iter", help="Lloyd iterations of the EMD "
+    max_iter: int = typer.Option(100, "--max-iter", min=1, max=10**6,
+                                 help="Lloyd iterations of the EMD "
                                  "k-means (paemd, krwemd)."),
     ranks: Optional[str] = typer.Option(None, "--ranks", help="Deck ranks low to high "
                                         "(default 23456789TA)."),
-    suits: Optional[int] = typer.Option(None, "--suits", help="Suits (default 4)."),
-    threads: int = typer.Option(1, "--threads", help="Torch CPU threads."),
+    suits: Optional[int] = typer.Option(None, "--suits", min=1, max=4, help="Suits (default 4)."),
+    threads: int = typer.Option(1, "--threads", min=1, max=MAX_THREADS, help="Torch CPU threads."),
     soft_temperature: Optional[float] = typer.Option(
-        None, "--soft-temperature", help="Also write the soft-clustering control: Phi = "
+        None, "--soft-temperature", min=0, max=1e6,
+        help="Also write the soft-clustering control: Phi = "
         "softmax of each class's distances to the cluster centres over this temperature "
         "(unit: the mean distance to the own centre; 0 = the nearest centre), an embedding "
         "file for `numeral211 solve --embedding` (needs --soft-out)."),
-    soft_out: Optional[str] = typer.Option(None, "--soft-out", help="Embedding file of "
+    soft_out: Optional[str] = typer.Option(None, "--soft-out", callback=path_check("output-file"),
+                                           help="Embedding file of "
                                            "--soft-temperature to write (.npz)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
@@ -113,9 +120,11 @@ def abstract_command(
 
 
 def embed_command(
-    flop: int = typer.Option(225, "--flop", help="Advisors (rows of Phi) on the flop."),
-    turn: int = typer.Option(396, "--turn", help="Advisors on the turn."),
-    out: str = typer.Option(..., "--out", "-o", help="Embedding file to write (.npz)."),
+    flop: int = typer.Option(225, "--flop", min=1, max=10**6,
+                             help="Advisors (rows of Phi) on the flop."),
+    turn: int = typer.Option(396, "--turn", min=1, max=10**6, help="Advisors on the turn."),
+    out: str = typer.Option(..., "--out", "-o", callback=path_check("output-file"),
+                            help="Embedding file to write (.npz)."),
     net: str = typer.Option("mlp", "--net", help="mlp: card-presence MLP; conv: the paper's "
                             "HandEbdNet (suit-plane convolution, 500 hidden)."),
     target: str = typer.Option("wtl", "--target", help="wtl: (win, tie, lose) at this and "
@@ -127,38 +136,49 @@ def embed_command(
                                   "(the paper's); distortion: the expected distance of the "
                                   "target to the advisors' centres under Phi (soft k-means); "
                                   "distill: KL from the teacher's soft assignment."),
-    teacher: Optional[str] = typer.Option(None, "--teacher", help="Bucket map (.npz of "
+    teacher: Optional[str] = typer.Option(None, "--teacher", callback=path_check("input-file"),
+                                          help="Bucket map (.npz of "
                                           "`numeral211 abstract`) for --target emd / "
                                           "--objective distill (default: PaEmd built with "
                                           "--flop/--turn/--seed)."),
-    teacher_temperature: float = typer.Option(0.5, "--teacher-temperature", help="distill: "
+    teacher_temperature: float = typer.Option(0.5, "--teacher-temperature", min=1e-6, max=1e6,
+                                              help="distill: "
                                               "temperature of the teacher's soft assignment "
                                               "(unit: its mean distance to the own centre)."),
-    hidden: Optional[int] = typer.Option(None, "--hidden", help="Hidden units (default: "
+    hidden: Optional[int] = typer.Option(None, "--hidden", min=1, max=65_536,
+                                         help="Hidden units (default: "
                                          "256 for mlp, 500 for conv)."),
-    epochs: int = typer.Option(400, "--max-epochs", "--epochs", help="Most training epochs "
+    epochs: int = typer.Option(400, "--max-epochs", "--epochs", min=1, max=10**6,
+                               help="Most training epochs "
                                "per round (early stopping on held-out classes ends sooner)."),
-    batch: int = typer.Option(128, "--batch", help="Mini-batch size (classes)."),
-    lr: float = typer.Option(1e-3, "--lr", help="Initial Adam learning rate (halved when "
+    batch: int = typer.Option(128, "--batch", min=1, max=2**24, help="Mini-batch size (classes)."),
+    lr: float = typer.Option(1e-3, "--lr", min=1e-12, max=1000,
+                             help="Initial Adam learning rate (halved when "
                              "the held-out loss stops improving)."),
-    holdout: float = typer.Option(0.1, "--holdout", help="Fraction of the infosets held "
+    holdout: float = typer.Option(0.1, "--holdout", min=0, max=0.99,
+                                  help="Fraction of the infosets held "
                                   "out for early stopping (seeded)."),
-    patience: int = typer.Option(30, "--patience", help="Epochs without a held-out "
+    patience: int = typer.Option(30, "--patience", min=1, max=10**6,
+                                 help="Epochs without a held-out "
                                  "improvement before training stops."),
-    seed: int = typer.Option(0, "--seed", help="Training seed."),
-    balance: float = typer.Option(0.0, "--balance", help="Weight of the advisor-usage "
+    seed: int = typer.Option(0, "--seed", min=0, max=MAX_SEED, help="Training seed."),
+    balance: float = typer.Option(0.0, "--balance", min=0, max=1e6,
+                                  help="Weight of the advisor-usage "
                                   "entropy term (0: plain MSE, the paper's loss)."),
-    sharpness: float = typer.Option(0.0, "--sharpness", help="Weight of the mean entropy "
+    sharpness: float = typer.Option(0.0, "--sharpness", min=0, max=1e6,
+                                    help="Weight of the mean entropy "
                                     "of Phi's columns (pushes them towards one-hot)."),
-    temperature: float = typer.Option(1.0, "--temperature", help="Final softmax "
+    temperature: float = typer.Option(1.0, "--temperature", min=1e-6, max=1.0,
+                                      help="Final softmax "
                                       "temperature over standardised logits (< 1 anneals "
                                       "towards it; 1: plain softmax)."),
-    anneal_epochs: int = typer.Option(100, "--anneal-epochs", help="Epochs over which the "
+    anneal_epochs: int = typer.Option(100, "--anneal-epochs", min=0, max=10**6,
+                                      help="Epochs over which the "
                                       "temperature is annealed."),
     ranks: Optional[str] = typer.Option(None, "--ranks", help="Deck ranks low to high "
                                         "(default 23456789TA)."),
-    suits: Optional[int] = typer.Option(None, "--suits", help="Suits (default 4)."),
-    threads: int = typer.Option(1, "--threads", help="Torch CPU threads."),
+    suits: Optional[int] = typer.Option(None, "--suits", min=1, max=4, help="Suits (default 4)."),
+    threads: int = typer.Option(1, "--threads", min=1, max=MAX_THREADS, help="Torch CPU threads."),
     device: str = typer.Option("cpu", "--device", help="Torch device: cpu or cuda."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
