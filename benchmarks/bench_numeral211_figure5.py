@@ -527,7 +527,7 @@ def markdown(report: dict[str, Any]) -> str:
                 e = r["embedding"]
                 notes.append(f"loss {pair(e.get('loss'))}, target variance "
                              f"{pair(e.get('target_variance'))} (flop / turn); advisors used "
-                             f"{pair(e.get('advisors_used'), 'd')}; top-1 mean "
+                             f"{pair(e.get('advisors_used'), 'd')}; top-1 mean weighted by hands "
                              + ", ".join(f"{v:.2f}" for v in r["top1_mean_measured"].values()))
             if len(report.get("devices", [])) > 1:
                 notes.append(f"on {r.get('device', 'cpu')}")
