@@ -58,21 +58,27 @@ def _node_kind(mode: int) -> str:
     return "not a regular file"
 
 
-def check_input_file(path: str | os.PathLike[str], what: str,
-                     max_bytes: int | None = None) -> Path:
-    """Return ``path`` if it is a regular file (symbolic links followed) of at most
-    ``max_bytes``; else raise :class:`TensorCFRError` in one line naming ``what`` and the
-    path: missing, a folder, a FIFO or a device (found by ``stat``, nothing is opened)."""
+def _stat_input(path: str | os.PathLike[str], what: str) -> tuple[Path, os.stat_result]:
+    """``(path, os.stat(path))`` with symbolic links followed; one-line
+    :class:`TensorCFRError` naming ``what`` when the path is empty, missing or unreadable."""
     target = Path(path)
     if str(path) == "":
         raise TensorCFRError(f"{what}: the path is empty")
     try:
-        info = os.stat(target)
+        return target, os.stat(target)
     except FileNotFoundError:
         raise TensorCFRError(f"{what} {target} does not exist") from None
     except OSError as exc:
         raise TensorCFRError(f"cannot read {what} {target}: "
                              f"{(exc.strerror or str(exc)).lower()}") from None
+
+
+def check_input_file(path: str | os.PathLike[str], what: str,
+                     max_bytes: int | None = None) -> Path:
+    """Return ``path`` if it is a regular file (symbolic links followed) of at most
+    ``max_bytes``; else raise :class:`TensorCFRError` in one line naming ``what`` and the
+    path: missing, a folder, a FIFO or a device (found by ``stat``, nothing is opened)."""
+    target, info = _stat_input(path, what)
     if not stat.S_ISREG(info.st_mode):
         raise TensorCFRError(f"{what} {target} is {_node_kind(info.st_mode)}, not a file")
     if max_bytes is not None and info.st_size > max_bytes:
@@ -84,16 +90,7 @@ def check_input_file(path: str | os.PathLike[str], what: str,
 def check_input_folder(path: str | os.PathLike[str], what: str) -> Path:
     """Return ``path`` if it is a folder, else raise :class:`TensorCFRError` saying what it
     is (missing, a file, a FIFO, a device)."""
-    target = Path(path)
-    if str(path) == "":
-        raise TensorCFRError(f"{what}: the path is empty")
-    try:
-        info = os.stat(target)
-    except FileNotFoundError:
-        raise TensorCFRError(f"{what} {target} does not exist") from None
-    except OSError as exc:
-        raise TensorCFRError(f"cannot read {what} {target}: "
-                             f"{(exc.strerror or str(exc)).lower()}") from None
+    target, info = _stat_input(path, what)
     if not stat.S_ISDIR(info.st_mode):
         kind = "a file" if stat.S_ISREG(info.st_mode) else _node_kind(info.st_mode)
         raise TensorCFRError(f"{what} {target} is {kind}, not a folder")
