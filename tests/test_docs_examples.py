@@ -292,6 +292,12 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Session:
 def _terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", str(COLUMNS))
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    # The CLI's consoles are built at import; one built while COLUMNS held another value (an
+    # earlier test in the same process) keeps that width, so make them read COLUMNS again.
+    from tensorcfr.cli import common
+
+    for console in (common.console, common.err_console):
+        monkeypatch.setattr(console, "_width", None)
     for name in ("NO_COLOR", "FORCE_COLOR", "TERM"):
         monkeypatch.delenv(name, raising=False)
 

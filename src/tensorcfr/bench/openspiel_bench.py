@@ -196,10 +196,10 @@ def _check_game_name(name: str) -> None:
     and OpenSpiel's game names) unless ``name`` names an OpenSpiel game."""
     import difflib
 
-    import pyspiel
+    from tensorcfr.games.openspiel.flatten import registered_game_names
 
     short = name.split("(", 1)[0].strip()
-    registered = list(pyspiel.registered_names())
+    registered = registered_game_names(short)
     if short in registered:
         return
     close = difflib.get_close_matches(short, list(GAMES) + registered, n=5, cutoff=0.5)

@@ -98,6 +98,21 @@ def _first_line(message: str) -> str:
     return text[0] if text else "unknown error"
 
 
+def registered_game_names(name: str | None = None) -> list[str]:
+    """OpenSpiel's registered game names. When ``name`` is given and not among them,
+    OpenSpiel's own Python games (``python_kuhn_poker``, ...) are registered first (they
+    register on import of ``open_spiel.python.games``, 0.2 s), so that whether a name is known,
+    and the close matches an error names, never depend on what else the process imported."""
+    import pyspiel
+
+    registered = list(pyspiel.registered_names())
+    if name is not None and name not in registered:
+        import open_spiel.python.games  # noqa: F401  (registers the Python games)
+
+        registered = list(pyspiel.registered_names())
+    return registered
+
+
 def load_game(game: "str | object", turn_based: bool = True) -> "object":
     """Load an OpenSpiel game from a game string (or return a ``pyspiel.Game`` unchanged).
 
@@ -112,7 +127,7 @@ def load_game(game: "str | object", turn_based: bool = True) -> "object":
         if not game_string:
             raise GameLoadError("empty game string")
         name = _short_name(game_string)
-        registered = list(pyspiel.registered_names())
+        registered = registered_game_names(name)
         if name not in registered:
             close = difflib.get_close_matches(name, registered, n=5, cutoff=0.5)
             hint = f"; did you mean {', '.join(close)}?" if close else \
