@@ -147,3 +147,28 @@ def test_terminal_refuses_bad_options_in_one_line(args, message):
 
     r = CliRunner().invoke(app, ["pasur", "play", *args])
     assert r.exit_code == 2 and message in r.output and "Traceback" not in r.output, r.output
+
+
+def test_sigterm_at_the_prompt_stops_the_game_as_interrupted(tmp_path):
+    """Issue 27: SIGTERM at the terminal game's prompt is no "quit" (that exited 0): the
+    command stops with the one ``interrupted:`` line and exit code 130, and writes no record;
+    Ctrl+D at the prompt still quits (exit 0)."""
+    import signal
+
+    record = tmp_path / "game.json"
+    child = _spawn("--seed", "3", "--ai", "greedy", "--record", str(record))
+    child.expect(PROMPT)
+    child.kill(signal.SIGTERM)
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 130, child.before
+    assert "interrupted" in child.before and "Traceback" not in child.before
+    assert not record.exists()
+
+    child = _spawn("--seed", "3", "--ai", "greedy", "--record", str(record))
+    child.expect(PROMPT)
+    child.sendeof()
+    child.expect("game abandoned")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0

@@ -56,7 +56,9 @@ def fail(message: str, code: int = 2) -> NoReturn:
 
 
 def _stop(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt
+    from tensorcfr.utils.interrupts import Terminated
+
+    raise Terminated if signum == signal.SIGTERM else KeyboardInterrupt
 
 
 def install_stop_signals() -> None:

@@ -36,14 +36,13 @@ def _check_folder(option: str, path: Optional[str]) -> Optional[str]:
 
 def _manifest_seed(folder: Optional[str]) -> Optional[int]:
     """The ``seed`` a DCFR run's manifest records (None if it does not say)."""
-    import json
-
     from tensorcfr.utils.confine import file_in_folder
+    from tensorcfr.utils.reading import load_json
 
     try:
         path = file_in_folder(str(folder), "manifest.json", named_by=str(folder),
                               key="the manifest")
-        obj = json.loads(path.read_text(encoding="utf-8"))
+        obj = load_json(path, "the run's manifest")
     except (OSError, ValueError, TensorCFRError):
         return None
     seed = obj.get("seed") if isinstance(obj, dict) else None

@@ -29,10 +29,10 @@ def read_deal_file(path: str) -> tuple[int, ...]:
     records (which hold a deal but are not one) and bad deals.
     """
     from tensorcfr.games.pasur.engine.rules import parse_deal, validate_deal
-    from tensorcfr.utils.io import read_small_file
+    from tensorcfr.utils.reading import read_input_bytes
 
     try:
-        text = read_small_file(path, "a deal file", MAX_DEAL_FILE_BYTES).decode("utf-8")
+        text = read_input_bytes(path, "deal file", MAX_DEAL_FILE_BYTES).decode("utf-8")
     except TensorCFRError as exc:
         raise InvalidDealError(str(exc)) from None
     except (OSError, UnicodeDecodeError) as exc:

@@ -129,15 +129,13 @@ class _HostCheck:
 
 def _run_deal(folder: str) -> list[int] | None:
     """The deal of a DCFR run folder (its manifest), or None if it does not say."""
-    import json
-    from pathlib import Path
-
     from tensorcfr.errors import TensorCFRError
     from tensorcfr.utils.confine import file_in_folder
+    from tensorcfr.utils.reading import load_json
 
     try:
         path = file_in_folder(folder, "manifest.json", named_by=folder, key="the manifest")
-        manifest = json.loads(Path(path).read_text(encoding="utf-8"))
+        manifest = load_json(path, "the run's manifest")
     except (OSError, ValueError, TensorCFRError):
         return None
     deal = manifest.get("deal") if isinstance(manifest, dict) else None

@@ -18,7 +18,6 @@ It knows how to draw and read, nothing of the rules beyond what the session answ
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Callable
 
 from rich.console import Console
@@ -29,6 +28,7 @@ from tensorcfr.games.pasur.engine.cards import card_code, parse_card
 from tensorcfr.errors import TensorCFRError
 from tensorcfr.games.pasur.engine.rules import PLAYERS, Action, illegal_reason
 from tensorcfr.play.session import GameSession, IllegalMoveError
+from tensorcfr.utils.interrupts import Terminated
 from tensorcfr.utils.io import write_text_or_elsewhere
 
 SUIT_SYMBOLS = "♣♦♥♠"
@@ -250,6 +250,8 @@ class TerminalGame:
             try:
                 raw = self.read(Text(f"your play [1-{len(actions)}, {self.commands}]: ",
                                      style="bold"))
+            except Terminated:  # SIGTERM is no answer: the command stops as interrupted
+                raise
             except (EOFError, KeyboardInterrupt):  # Ctrl+D / Ctrl+C at the prompt: quit
                 c.print()
                 return "quit"

@@ -18,9 +18,15 @@ from typing import Any, Iterator
 
 from tensorcfr.errors import InterruptedRun
 
-__all__ = ["StopRequest", "deferred_stop", "interrupted"]
+__all__ = ["StopRequest", "Terminated", "deferred_stop", "interrupted"]
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised as a :class:`KeyboardInterrupt` (so every handler of Ctrl+C stops on it
+    too) that an interactive prompt can tell apart from the user's own Ctrl+C: a prompt may
+    read Ctrl+C as "quit", but SIGTERM always stops the command as interrupted."""
 
 
 class StopRequest:

@@ -302,35 +302,6 @@ def check_distinct_outputs(outputs: dict[str, str | os.PathLike[str] | None]) ->
         seen.append((option, path))
 
 
-MAX_INPUT_FILE_BYTES = 16 * 2**20
-"""Default cap on the size of small JSON/text input files (deals, game records): 16 MiB."""
-
-
-def read_small_file(path: str | os.PathLike[str], what: str,
-                    max_bytes: int = MAX_INPUT_FILE_BYTES, name_path: bool = True) -> bytes:
-    """Read a file expected to be small, refusing one larger than ``max_bytes`` unread.
-
-    Raises :class:`OSError` as ``open`` does, and
-    :class:`~tensorcfr.errors.TensorCFRError` for a file over the cap (its message starts
-    with the path unless ``name_path`` is false).
-    """
-    from tensorcfr.errors import TensorCFRError
-    from tensorcfr.utils.resources import format_bytes
-
-    with open(path, "rb") as handle:
-        size = os.fstat(handle.fileno()).st_size
-        if size > max_bytes:
-            subject = f"{path} is" if name_path else "the file is"
-            raise TensorCFRError(f"{subject} {format_bytes(size)}, too large for {what} "
-                                 f"(at most {format_bytes(max_bytes)})")
-        data = handle.read(max_bytes + 1)
-    if len(data) > max_bytes:  # a pipe or a file that grew
-        subject = f"{path} is" if name_path else "the file is"
-        raise TensorCFRError(f"{subject} larger than {format_bytes(max_bytes)}, too large for "
-                             f"{what}")
-    return data
-
-
 def file_slug(text: str) -> str:
     """File-name form of a label: lower case, every run of other characters than a-z and 0-9
     replaced by one ``_``, none at the ends (``"KrwEmd 1,1,1;1,1"`` -> ``"krwemd_1_1_1_1_1"``)."""
