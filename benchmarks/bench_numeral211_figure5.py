@@ -24,7 +24,10 @@ smaller deck the flop and turn budgets keep the paper's fractions of the round's
 (225 / 2,260 and 396 / 62,020), at least 2.  Phi (soft clustering, Embedding CFR) is dense
 where it fits (:func:`~tensorcfr.games.numeral211.abstract_solve.choose_phi_top`); bucket
 maps use reach-weighted averaging (CFR's average on the abstract game) and Phi the paper's
-uniform averaging, unless ``--averaging`` says otherwise.
+uniform averaging, unless ``--averaging`` says otherwise.  Phi's regrets follow
+``--regret-baseline`` (``advisor``, the paper's Eq. 9, by default; ``infoset``, the rule
+before issue 28): a finished soft or Embedding CFR run of the other rule, or its checkpoint,
+is run again from the start; the report marks the runs of the information-set rule.
 
 Each run writes ``<work>/{cfr,cfrplus}/<run>.json`` (curve, diagnostics, load per point)
 and checkpoints its solver to ``<work>/{cfr,cfrplus}/<run>.ck.npz`` after every evaluation
@@ -278,9 +281,9 @@ def run_one(game: Any, builder: Builder, spec: dict[str, Any], algo: str,
             args: argparse.Namespace, stop: dt.datetime | None) -> dict[str, Any] | None:
     """Run (or resume, or read back) one curve; returns its result, None when stopped
     before the first evaluation."""
-    from tensorcfr.games.numeral211.abstract_checkpoint import (embedding_fingerprint,
-                                                                load_abstract_checkpoint,
-                                                                save_abstract_checkpoint)
+    from tensorcfr.games.numeral211.abstract_checkpoint import (
+        embedding_fingerprint, load_abstract_checkpoint, read_abstract_checkpoint_meta,
+        save_abstract_checkpoint)
     from tensorcfr.games.numeral211.abstract_solve import abstract_solver
 
     label = f"{spec['family']}: {spec['setting']}"
@@ -289,18 +292,31 @@ def run_one(game: Any, builder: Builder, spec: dict[str, Any], algo: str,
     result_path, ck_path = folder / f"{slug(label)}.json", folder / f"{slug(label)}.ck.npz"
     if result_path.is_file():
         old = json.loads(result_path.read_text())
-        if old.get("done") and old.get("iterations") == args.iterations:
+        same_rule = (old.get("regret_baseline", "infoset") == args.regret_baseline
+                     or spec["family"] not in ("soft", "embedding"))  # one-hot maps: same
+        if old.get("done") and old.get("iterations") == args.iterations and same_rule:
             return old
     embeddings, info, rule = build_run(game, builder, spec, args.averaging)
-    solver = abstract_solver(game, embeddings, algo=algo, averaging=rule)
+    baseline, resume = args.regret_baseline, ck_path.is_file()
+    if resume:  # checkpoints before issue 28 hold the information-set rule
+        made = read_abstract_checkpoint_meta(ck_path).get("regret_baseline", "infoset")
+        if spec["family"] not in ("soft", "embedding"):
+            baseline = made  # a bucket map: both rules are the same arithmetic
+        elif made != baseline:
+            print(f"{algo} {label}: its checkpoint holds the {made} regret rule; starting "
+                  f"over with {baseline}", flush=True)
+            resume = False
+    solver = abstract_solver(game, embeddings, algo=algo, averaging=rule,
+                             regret_baseline=baseline)
     fingerprint = embedding_fingerprint(embeddings)
     curve: list[dict[str, Any]] = []
-    if ck_path.is_file():
+    if resume:
         meta = load_abstract_checkpoint(ck_path, solver, game.config, fingerprint=fingerprint)
         curve = list(meta.get("curve", []))
     solving = curve[-1]["seconds"] if curve else 0.0
     result = {"label": label, "family": spec["family"], "setting": spec["setting"],
-              "algo": algo, "averaging": rule, "iterations": args.iterations,
+              "algo": algo, "averaging": rule, "regret_baseline": baseline,
+              "iterations": args.iterations,
               "game": game.config.to_dict(), "threads": args.threads,
               "device": device_name(game.device), **info}
 
@@ -531,6 +547,9 @@ def markdown(report: dict[str, Any]) -> str:
                              + ", ".join(f"{v:.2f}" for v in r["top1_mean_measured"].values()))
             if len(report.get("devices", [])) > 1:
                 notes.append(f"on {r.get('device', 'cpu')}")
+            if r["family"] in ("soft", "embedding") and \
+                    r.get("regret_baseline", "infoset") == "infoset":
+                notes.append("information-set regret baseline")
             if r.get("averaging") and r["family"] in ("soft", "embedding") and \
                     r["averaging"] != "uniform":
                 notes.append(f"{r['averaging']}-weighted average")
@@ -626,6 +645,10 @@ def main() -> None:
                     "(its algo picks the panel); repeat for both panels")
     ap.add_argument("--work", default="runs/numeral211_figure5_exact")
     ap.add_argument("--out", default="docs/benchmarks/numeral211_figure5")
+    ap.add_argument("--regret-baseline", choices=["advisor", "infoset"], default="advisor",
+                    help="Embedding CFR's and the soft control's regret rule: advisor (the "
+                    "paper's Eq. 9, each advisor against its own strategy) or infoset (the "
+                    "rule before issue 28); a finished run of the other rule is run again")
     ap.add_argument("--checkpoint-minutes", type=float, default=5.0)
     ap.add_argument("--stop-at", default=None, help="UTC HH:MM: stop cleanly then")
     ap.add_argument("--stop-after", type=float, default=None,

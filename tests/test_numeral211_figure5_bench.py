@@ -31,15 +31,29 @@ def gpu_driver():
 
 
 def test_report_lists_floors_and_devices(tmp_path: Path) -> None:
-    """Two vanilla iterations of EHS and its soft control on the 9TA deck, then a floor file
-    beside them: the redrawn report has a floors table, the runs' device, both figures."""
+    """Two vanilla iterations of EHS and the soft controls on the 9TA deck (once per regret
+    rule: the soft runs run again, the bucket map's is read back), then a floor file beside
+    them: the redrawn report has a floors table, the runs' device and rule, both figures."""
     work, out = tmp_path / "work", tmp_path / "fig"
     script = str(BENCH / "bench_numeral211_figure5.py")
     common = ["--ranks", "9TA", "--work", str(work), "--out", str(out)]
-    run = subprocess.run([sys.executable, "-W", "ignore", script, "--families", "ehs",
+    run = subprocess.run([sys.executable, "-W", "ignore", script, "--families", "ehs,soft",
                           "--seeds", "0", "--algos", "cfr", "--iterations", "2", *common],
                          capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr
+    soft_files = sorted((work / "cfr").glob("soft*.json"))
+    assert soft_files, sorted(p.name for p in (work / "cfr").iterdir())
+    assert json.loads(soft_files[0].read_text())["regret_baseline"] == "advisor"
+    # the other regret rule: the soft control runs again (its checkpoint holds the advisor
+    # rule), the bucket map's finished run is read back (one-hot: the same arithmetic)
+    again = subprocess.run([sys.executable, "-W", "ignore", script, "--families", "ehs,soft",
+                            "--seeds", "0", "--algos", "cfr", "--iterations", "2",
+                            "--regret-baseline", "infoset", *common],
+                           capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr
+    assert json.loads(soft_files[0].read_text())["regret_baseline"] == "infoset"
+    assert json.loads((work / "cfr" / "ehs_seed_0.json").read_text())["regret_baseline"] \
+        == "advisor"
     (work / "floors").mkdir()
     (work / "floors" / "ehs.out.json").write_text(json.dumps(
         {"method": "ehs", "source": "/somewhere/method_ehs_seed_0.npz", "floor_mbg": 123.4,
@@ -55,6 +69,7 @@ def test_report_lists_floors_and_devices(tmp_path: Path) -> None:
     run_file = json.loads((work / "cfr" / "ehs_seed_0.json").read_text())
     assert run_file["device"] == "cpu" and run_file["done"]
     page = out.with_name("fig.md").read_text()
+    assert "information-set regret baseline" in page
     assert "## CFR-BR floors" in page and "| ehs | `method_ehs_seed_0.npz` | 8 (cfr+) | 123.4 |" \
         in page
     assert out.with_name("fig.png").stat().st_size > 0
