@@ -152,7 +152,7 @@ def _tournament_journal(folder: Path) -> Sample:
 
 
 def _run_identity(folder: Path) -> Sample:
-    from tensorcfr.utils.checks import check_run_identity
+    from tensorcfr.utils.journal import check_run_identity
 
     path = folder / "tournament.json"
     identity = {"format": "tensorcfr-pasur-tournament-1", "agents": ["random", "greedy"],

@@ -12,8 +12,6 @@ Nothing here knows a game or a command: the caller names the option or the file.
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Any
 
 from tensorcfr.errors import CorruptFileError, TensorCFRError
@@ -121,29 +119,3 @@ def option_differences(saved: dict[str, Any], given: dict[str, Any],
         else:
             parts.append(f"{label} {mine.get(key)} (the saved run used {theirs.get(key)})")
     return ", ".join(parts)
-
-
-def check_run_identity(path: Path, identity: dict[str, Any], *, what: str,
-                       names: dict[str, str] | None = None,
-                       ignore: tuple[str, ...] = ()) -> None:
-    """The identity file of a resumable run folder (the settings that define its results):
-    written at ``path`` (JSON, atomically) by the first run; a later run is refused in one
-    line unless its ``identity`` is the same (keys in ``ignore`` aside), naming each option
-    that differs (:func:`option_differences` with ``names``). ``identity["format"]`` says what
-    kind of folder it is; a file of another format, or unreadable, is refused too."""
-    from tensorcfr.utils.io import write_json_atomic
-    from tensorcfr.utils.reading import load_json
-
-    if not os.path.lexists(path):
-        write_json_atomic(path, identity)
-        return
-    # a folder, FIFO or device is refused unopened, the size is bounded, NaN refused
-    saved = load_json(path, "the identity file", 2**20)
-    if not isinstance(saved, dict) or saved.get("format") != identity.get("format"):
-        raise CorruptFileError(f"{path} is not the identity file of a tensorcfr {what}")
-    mine = {k: v for k, v in identity.items() if k not in ignore}
-    theirs = {k: v for k, v in saved.items() if k not in ignore}
-    if mine != theirs:
-        diff = option_differences(theirs, mine, names)
-        raise TensorCFRError(f"{path.parent} holds a {what} made with other options: {diff}; "
-                             "give the same options to continue it, or another --out")

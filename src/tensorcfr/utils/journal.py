@@ -11,7 +11,8 @@ simply done again.
 
 :func:`folder_lock` takes an exclusive ``flock`` on ``FOLDER/.lock`` (released by the kernel
 when the process dies, even by ``kill -9``) and writes the holder's pid and host into it, so
-a second run is refused with who holds the folder.
+a second run is refused with who holds the folder. :func:`check_run_identity` keeps the
+folder's identity file, so that a run of other options never continues it.
 
 Nothing here knows what a row holds beyond its key (e.g. ``"deck"``, an integer, or a
 job id).
@@ -31,8 +32,8 @@ from typing import Any, Callable, Iterator
 
 from tensorcfr.errors import CorruptFileError, TensorCFRError
 
-__all__ = ["JournalContents", "append_journal", "folder_lock", "read_journal",
-           "repair_journal"]
+__all__ = ["JournalContents", "append_journal", "check_run_identity", "folder_lock",
+           "read_journal", "repair_journal"]
 
 MAX_JOURNAL_BYTES = 4 * 2**30
 """A journal larger than this (4 GiB) is refused rather than read into memory."""
@@ -214,3 +215,30 @@ def folder_lock(folder: str | os.PathLike[str], what: str = "run") -> Iterator[P
         yield target
     finally:
         os.close(fd)  # closing the descriptor releases the lock
+
+
+def check_run_identity(path: Path, identity: dict[str, Any], *, what: str,
+                       names: dict[str, str] | None = None,
+                       ignore: tuple[str, ...] = ()) -> None:
+    """The identity file of a resumable run folder (the settings that define its results):
+    written at ``path`` (JSON, atomically) by the first run; a later run is refused in one
+    line unless its ``identity`` is the same (keys in ``ignore`` aside), naming each option
+    that differs (:func:`option_differences` with ``names``). ``identity["format"]`` says what
+    kind of folder it is; a file of another format, or unreadable, is refused too."""
+    from tensorcfr.utils.checks import option_differences
+    from tensorcfr.utils.io import write_json_atomic
+    from tensorcfr.utils.reading import load_json
+
+    if not os.path.lexists(path):
+        write_json_atomic(path, identity)
+        return
+    # a folder, FIFO or device is refused unopened, the size is bounded, NaN refused
+    saved = load_json(path, "the identity file", 2**20)
+    if not isinstance(saved, dict) or saved.get("format") != identity.get("format"):
+        raise CorruptFileError(f"{path} is not the identity file of a tensorcfr {what}")
+    mine = {k: v for k, v in identity.items() if k not in ignore}
+    theirs = {k: v for k, v in saved.items() if k not in ignore}
+    if mine != theirs:
+        diff = option_differences(theirs, mine, names)
+        raise TensorCFRError(f"{path.parent} holds a {what} made with other options: {diff}; "
+                             "give the same options to continue it, or another --out")

@@ -34,8 +34,9 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from tensorcfr.errors import CorruptFileError, TensorCFRError
-from tensorcfr.utils.checks import MAX_SEED, check_int_range, check_run_identity
-from tensorcfr.utils.journal import append_journal, folder_lock, read_journal, repair_journal
+from tensorcfr.utils.checks import MAX_SEED, check_int_range
+from tensorcfr.utils.journal import (append_journal, check_run_identity, folder_lock,
+                                     read_journal, repair_journal)
 from tensorcfr.utils.ray_cluster import check_ray_address, run_on_ray
 
 __all__ = [

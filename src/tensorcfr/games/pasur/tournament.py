@@ -47,15 +47,16 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Hashable, Iterator, Sequence
 
-from tensorcfr.errors import CorruptFileError, TensorCFRError
+from tensorcfr.errors import TensorCFRError
 from tensorcfr.games.pasur.agents import AGENT_NAMES, AgentOptions, make_agent
 from tensorcfr.games.pasur.batch import MAX_DECKS, read_decks
 from tensorcfr.games.pasur.engine import rules
 from tensorcfr.games.pasur.playing.match import play_game
 from tensorcfr.games.pasur.playing.agent import HiddenAgent
-from tensorcfr.utils.checks import MAX_SEED, check_int_range, check_run_identity
+from tensorcfr.utils.checks import MAX_SEED, check_int_range
 from tensorcfr.utils.interrupts import deferred_stop
-from tensorcfr.utils.journal import append_journal, folder_lock, read_journal, repair_journal
+from tensorcfr.utils.journal import (append_journal, check_run_identity, folder_lock,
+                                     read_journal, repair_journal)
 from tensorcfr.utils.reading import has_keys
 from tensorcfr.utils.ray_cluster import check_ray_address, run_on_ray
 
