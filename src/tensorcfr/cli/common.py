@@ -83,6 +83,19 @@ MAX_BASE_SEED = MAX_SEED - 2**32
 MAX_THREADS = 1024
 """Most threads a ``--threads`` option takes."""
 
+def dcfr_option(name: Literal["alpha", "beta", "gamma"], prefix: str = "") -> Any:
+    """The ``--alpha`` / ``--beta`` / ``--gamma`` option of a DCFR run (None: the default of
+    :class:`~tensorcfr.core.regret.CFRVariant`, named in the help), with the bounds every
+    command that takes it shares: alpha and beta in [-1000, 1000], gamma in [0, 1000].
+    ``prefix`` starts the help text (e.g. ``"dcfr: "``)."""
+    from tensorcfr.core.regret import CFRVariant
+
+    default = getattr(CFRVariant("dcfr"), name)
+    what = "DCFR / PCFR+ gamma, the averaging exponent" if name == "gamma" else f"DCFR {name}"
+    return typer.Option(None, f"--{name}", min=0 if name == "gamma" else -1000, max=1000,
+                        help=f"{prefix}{what} (default {default:g}).")
+
+
 PathRole = Literal["output-file", "output-dir", "input-file", "input-dir", "input-path"]
 """What a path option names: a file or folder the command writes, or one it reads
 (``input-path``: a file or a folder)."""

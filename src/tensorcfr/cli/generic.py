@@ -9,7 +9,7 @@ from typing import Any, Optional
 
 import typer
 
-from tensorcfr.cli.common import MAX_THREADS, err_console, path_check, print_json
+from tensorcfr.cli.common import MAX_THREADS, dcfr_option, err_console, path_check, print_json
 from tensorcfr.errors import TensorCFRError
 
 ALGO_HELP = "cfr | cfr+ | lcfr | dcfr | pcfr+ (default cfr, or the checkpoint's with --resume)"
@@ -90,12 +90,9 @@ def solve_command(
     alternating: Optional[bool] = typer.Option(
         None, "--alternating/--simultaneous",
         help="Alternating updates (default, like OpenSpiel's CFRSolver) or simultaneous."),
-    alpha: Optional[float] = typer.Option(None, min=-1000, max=1000,
-                                          help="DCFR alpha (default 1.5)."),
-    beta: Optional[float] = typer.Option(None, min=-1000, max=1000, help="DCFR beta (default 0)."),
-    gamma: Optional[float] = typer.Option(None, min=0, max=1000,
-                                          help="DCFR / PCFR+ averaging exponent "
-                                          "(default 2)."),
+    alpha: Optional[float] = dcfr_option("alpha"),
+    beta: Optional[float] = dcfr_option("beta"),
+    gamma: Optional[float] = dcfr_option("gamma"),
     eval_every: Optional[int] = typer.Option(
         None, "--eval-every", min=0, max=10**9,
         help="Compute exploitability every K iterations (default: about "

@@ -9,8 +9,8 @@ from typing import Any, Optional
 
 import typer
 
-from tensorcfr.cli.common import (MAX_SEED, MAX_THREADS, console, err_console, fail, path_check,
-                                  print_json)
+from tensorcfr.cli.common import (MAX_SEED, MAX_THREADS, console, dcfr_option, err_console, fail,
+                                  path_check, print_json)
 from tensorcfr.errors import TensorCFRError
 
 
@@ -203,12 +203,9 @@ def solve_command(
                                             help="JSON of the curve."),
     checkpoint_minutes: float = typer.Option(10.0, "--checkpoint-minutes", min=0.001, max=1e6,
                                              help="Minutes between checkpoints."),
-    alpha: Optional[float] = typer.Option(None, "--alpha", min=-1000, max=1000,
-                                          help="DCFR alpha (1.5)."),
-    beta: Optional[float] = typer.Option(None, "--beta", min=-1000, max=1000,
-                                         help="DCFR beta (0)."),
-    gamma: Optional[float] = typer.Option(None, "--gamma", min=0, max=1000,
-                                          help="DCFR gamma (2)."),
+    alpha: Optional[float] = dcfr_option("alpha"),
+    beta: Optional[float] = dcfr_option("beta"),
+    gamma: Optional[float] = dcfr_option("gamma"),
     dtype: str = typer.Option("float32", "--dtype", help="float32 (default) or float64."),
     device: str = typer.Option("cpu", "--device", help="Torch device (cpu, cuda, ...)."),
     max_memory: Optional[str] = typer.Option(None, "--max-memory", help="Memory limit, e.g. "

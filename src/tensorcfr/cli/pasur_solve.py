@@ -9,8 +9,8 @@ from typing import Any, Optional
 
 import typer
 
-from tensorcfr.cli.common import (MAX_SEED, MAX_THREADS, console, err_console, fail, path_check,
-                                  print_json)
+from tensorcfr.cli.common import (MAX_SEED, MAX_THREADS, console, dcfr_option, err_console, fail,
+                                  path_check, print_json)
 from tensorcfr.errors import InvalidDealError, TensorCFRError
 
 METHODS = ("exact", "dcfr")
@@ -231,12 +231,9 @@ def solve_command(
                                              help="dcfr: iterations per round (default 1000)."),
     variant: Optional[str] = typer.Option(None, "--variant", help="dcfr: cfr, cfr+, lcfr, "
                                           "dcfr (the default), pcfr+."),
-    alpha: Optional[float] = typer.Option(None, "--alpha", min=-1000, max=1000,
-                                          help="dcfr: DCFR alpha (1.5)."),
-    beta: Optional[float] = typer.Option(None, "--beta", min=-1000, max=1000,
-                                         help="dcfr: DCFR beta (0)."),
-    gamma: Optional[float] = typer.Option(None, "--gamma", min=0, max=1000,
-                                          help="dcfr: DCFR gamma (2)."),
+    alpha: Optional[float] = dcfr_option("alpha", "dcfr: "),
+    beta: Optional[float] = dcfr_option("beta", "dcfr: "),
+    gamma: Optional[float] = dcfr_option("gamma", "dcfr: "),
     out: Optional[str] = typer.Option(None, "--out", callback=path_check("output-dir"),
                                       help="Folder for the result files."),
     convergence: bool = typer.Option(False, "--convergence", help="dcfr: record convergence "
