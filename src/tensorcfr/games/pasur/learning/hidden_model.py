@@ -35,7 +35,6 @@ agent registry.
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import random
@@ -215,19 +214,9 @@ def load_hidden_model(path: str | os.PathLike[str] | None = None, threads: int =
     if features.get("name") != FEATURE_SET or features.get("columns") != FEATURE_COLUMNS:
         raise CorruptFileError(f"{folder} was trained on other features "
                                f"({features.get('name')!r:.40}): {_train_command_hint()}")
-    model_file = file_in_folder(folder, manifest.get("model_file", MODEL_FILE), named_by=mpath,
-                                key="model_file")
-    import xgboost
+    from tensorcfr.games.pasur.learning.xgb_model import read_booster
 
-    from tensorcfr.utils.reading import check_input_file
-
-    check_input_file(model_file, "XGBoost model", MAX_MODEL_BYTES)
-    try:
-        booster = xgboost.Booster(model_file=str(model_file))
-    except xgboost.core.XGBoostError as exc:
-        first = (str(exc).strip().splitlines() or ["unreadable"])[0]
-        raise CorruptFileError(f"{model_file} is not a readable XGBoost model "
-                               f"({first[:120]})") from None
+    booster, model_file = read_booster(folder, manifest, mpath, MODEL_FILE, MAX_MODEL_BYTES)
     if booster.num_features() != NUM_FEATURES:
         raise CorruptFileError(f"{model_file} is a model of {booster.num_features()} features, "
                                f"not the {NUM_FEATURES} of {FEATURE_SET}: "

@@ -24,7 +24,6 @@ the hyper-parameters, row counts, held-out RMSE, timings and versions).
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import time
@@ -139,19 +138,9 @@ def load_policy_model(path: str | os.PathLike[str], threads: int = 1) -> PolicyM
             f"{folder} was trained on other features ({features.get('name')!r:.40}); this "
             "version "
             f"of tensorcfr plays with {FEATURE_SET!r}: retrain it with `tensorcfr pasur train`")
-    model_file = file_in_folder(folder, manifest.get("model_file", MODEL_FILE), named_by=mpath,
-                                key="model_file")
-    from tensorcfr.utils.reading import check_input_file
+    from tensorcfr.games.pasur.learning.xgb_model import read_booster
 
-    check_input_file(model_file, "XGBoost model", 2 * 2**30)
-    import xgboost
-
-    try:
-        booster = xgboost.Booster(model_file=str(model_file))
-    except xgboost.core.XGBoostError as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else "unreadable"
-        raise CorruptFileError(f"{model_file} is not a readable XGBoost model ({first[:120]})") \
-            from None
+    booster, model_file = read_booster(folder, manifest, mpath, MODEL_FILE, 2 * 2**30)
     if booster.num_features() != NUM_FEATURES:
         raise CorruptFileError(f"{model_file} expects {booster.num_features()} features, not "
                                f"{NUM_FEATURES}: it was trained on other features")
