@@ -203,6 +203,18 @@ def test_cli_cfr_br_needs_an_abstraction(capsys, monkeypatch) -> None:
     assert code == 2 and "--cfr-br needs --abstraction" in err
 
 
+@pytest.mark.parametrize("option", ["--alpha", "--beta", "--gamma"])
+def test_cli_dcfr_parameters_refused_with_an_abstraction(option, tmp_path, capsys,
+                                                         monkeypatch) -> None:
+    """An abstract solve runs cfr or cfr+: a DCFR parameter is refused, not dropped."""
+    bucket_map = tmp_path / "map.npz"
+    bucket_map.write_bytes(b"unread")
+    code, _, err = run_cli(["numeral211", "solve", "--abstraction", str(bucket_map),
+                            option, "1", "-n", "1"], capsys, monkeypatch)
+    assert code == 2 and "--alpha/--beta/--gamma apply to --algo dcfr" in err
+    assert len(err.strip().splitlines()) == 1
+
+
 @pytest.mark.parametrize("args, fragment", [
     (["--method", "paemd", "--feature", "ehs2"], "--feature applies to --method ehs"),
     (["--method", "ehs", "--feature", "ehs3"], "unknown --feature"),

@@ -183,8 +183,9 @@ def solve_command(
     algo: str = typer.Option("cfr+", "--algo", help="cfr, cfr+, lcfr or dcfr (alternating "
                              "updates)."),
     iterations: int = typer.Option(100, "--iterations", "-n", min=1, max=10**9,
-                                   help="Total iterations (a "
-                                   "resumed run continues up to this number)."),
+                                   help="Total iterations, counted "
+                                   "from the start (a resumed run continues up to this "
+                                   "number)."),
     eval_every: int = typer.Option(0, "--eval-every", min=0, max=10**9,
                                    help="Exact exploitability of the "
                                    "average strategy every K iterations (0: only at the end)."),
@@ -269,6 +270,10 @@ def solve_command(
         if soft_temperature is not None and abstraction is None:
             raise TensorCFRError("--soft-temperature applies to --abstraction (the map whose "
                                  "clusters are made soft)")
+        if abstract and any(v is not None for v in (alpha, beta, gamma)):
+            raise TensorCFRError("--alpha/--beta/--gamma apply to --algo dcfr on the full "
+                                 "game; an abstract solve (--abstraction/--embedding) runs "
+                                 "cfr or cfr+")
         if cfr_br and not abstract:
             raise TensorCFRError("--cfr-br needs --abstraction or --embedding (the full game "
                                  "is its own floor)")
