@@ -85,8 +85,9 @@ def solve_command(
                                "'leduc_poker' or 'kuhn_poker(players=3)'."),
     algo: Optional[str] = typer.Option(None, "--algo", help=ALGO_HELP),
     iterations: int = typer.Option(1000, "--iterations", "-n", min=1, max=10**9,
-                                   help="Iterations to run (in addition to a resumed "
-                                   "checkpoint's)."),
+                                   help="Iterations to run now: a resumed "
+                                   "run does this many more than its checkpoint's "
+                                   "(numeral211 solve counts the total instead)."),
     alternating: Optional[bool] = typer.Option(
         None, "--alternating/--simultaneous",
         help="Alternating updates (default, like OpenSpiel's CFRSolver) or simultaneous."),

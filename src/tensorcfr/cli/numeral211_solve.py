@@ -184,8 +184,8 @@ def solve_command(
                              "updates)."),
     iterations: int = typer.Option(100, "--iterations", "-n", min=1, max=10**9,
                                    help="Total iterations, counted "
-                                   "from the start (a resumed run continues up to this "
-                                   "number)."),
+                                   "from the start: a resumed run continues up to this "
+                                   "number (solve counts more after a resume instead)."),
     eval_every: int = typer.Option(0, "--eval-every", min=0, max=10**9,
                                    help="Exact exploitability of the "
                                    "average strategy every K iterations (0: only at the end)."),

@@ -228,7 +228,10 @@ def solve_command(
     mode: Optional[str] = typer.Option(None, "--mode", help="dcfr: tree (the paper's game "
                                        "tree) or dag (merged states; the default)."),
     iterations: Optional[int] = typer.Option(None, "--iterations", min=1, max=1_000_000,
-                                             help="dcfr: iterations per round (default 1000)."),
+                                             help="dcfr: iterations per round, each "
+                                             "round's subgame solved this many times; a "
+                                             "rerun with the same --out keeps its finished "
+                                             "rounds (default 1000)."),
     variant: Optional[str] = typer.Option(None, "--variant", help="dcfr: cfr, cfr+, lcfr, "
                                           "dcfr (the default), pcfr+."),
     alpha: Optional[float] = dcfr_option("alpha", "dcfr: "),
