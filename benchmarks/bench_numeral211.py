@@ -64,12 +64,12 @@ def bench_full(iterations: int, dtype_name: str, device: str, ranks: str,
     import torch
 
     if sweeps:
-        from tensorcfr.games.numeral211.class_game import Numeral211ClassGame
+        from tensorcfr.games.numeral211.game.class_game import Numeral211ClassGame
 
         Numeral211ClassGame.dense = False
 
     from tensorcfr.games.numeral211 import solver as n211
-    from tensorcfr.games.numeral211.config import GameConfig
+    from tensorcfr.games.numeral211.game.config import GameConfig
     from tensorcfr.utils.resources import peak_rss_mb
 
     load_before = _load()
@@ -118,7 +118,7 @@ def bench_abstract(iterations: int, dtype_name: str, device: str, ranks: str
     from tensorcfr.games.numeral211 import solver as n211
     from tensorcfr.games.numeral211.abstract_solve import abstract_solver, bucket_embeddings
     from tensorcfr.games.numeral211.abstractions import build_abstraction
-    from tensorcfr.games.numeral211.config import GameConfig
+    from tensorcfr.games.numeral211.game.config import GameConfig
     from tensorcfr.utils.resources import peak_rss_mb
 
     load_before = _load()
@@ -176,7 +176,7 @@ def bench_tiny(iterations: int) -> dict[str, Any]:
 
     from tensorcfr.core.best_response import exploitability as generic_expl
     from tensorcfr.core.cfr import TensorCFRSolver
-    from tensorcfr.games.numeral211 import openspiel_game as og
+    from tensorcfr.games.numeral211.game import openspiel_game as og
     from tensorcfr.games.numeral211 import solver as n211
     from tensorcfr.games.openspiel.flatten import flatten_game
 

@@ -65,7 +65,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
 
 from tensorcfr.games.numeral211 import solver as n211  # noqa: E402
-from tensorcfr.games.numeral211.config import GameConfig  # noqa: E402
+from tensorcfr.games.numeral211.game.config import GameConfig  # noqa: E402
 from tensorcfr.utils.io import file_slug as slug  # noqa: E402
 from tensorcfr.utils.io import write_json_atomic, write_text_atomic  # noqa: E402
 from tensorcfr.utils.machine import load_averages as load_text  # noqa: E402
@@ -658,7 +658,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--report-only", action="store_true")
     args = ap.parse_args()
-    from tensorcfr.games.numeral211.isomorphism import isomorphism
+    from tensorcfr.games.numeral211.game.isomorphism import isomorphism
     from tensorcfr.utils.resources import set_threads
 
     args.threads = set_threads(args.threads)

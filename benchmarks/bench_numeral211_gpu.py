@@ -104,7 +104,7 @@ def check(work: Path, cpu_curves: Path, device: str = "cuda") -> dict[str, Any]:
     from tensorcfr.games.numeral211.abstract_solve import (abstract_solver, bucket_embeddings,
                                                            phi_embeddings)
     from tensorcfr.games.numeral211.abstractions import build_abstraction
-    from tensorcfr.games.numeral211.config import GameConfig
+    from tensorcfr.games.numeral211.game.config import GameConfig
     from tensorcfr.games.numeral211.embedding_net import train_embedding
     from tensorcfr.games.numeral211.soft_clustering import soft_clustering
 
@@ -207,7 +207,7 @@ def check(work: Path, cpu_curves: Path, device: str = "cuda") -> dict[str, Any]:
             {p["iteration"]: p["exploitability"] for p in reference["curve"]})
 
     def abstract() -> dict[str, Any]:
-        from tensorcfr.games.numeral211.config import GameConfig as Config
+        from tensorcfr.games.numeral211.game.config import GameConfig as Config
 
         bmap = load_bucket_map(work / "inputs" / "method_ehs_seed_0.npz")
         path = cpu_curves / "ehs_seed_0.json"

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from tensorcfr.games.numeral211 import openspiel_game as og
+from tensorcfr.games.numeral211.game import openspiel_game as og
 from tensorcfr.games.numeral211 import solver as n211
 from tensorcfr.utils.machine import run_conditions
 

@@ -33,7 +33,7 @@ from bench_numeral211_figure5 import (Builder, evaluate, fail, load_text,  # noq
                                       scaled_budget, slug)
 
 from tensorcfr.games.numeral211 import solver as n211  # noqa: E402
-from tensorcfr.games.numeral211.config import GameConfig  # noqa: E402
+from tensorcfr.games.numeral211.game.config import GameConfig  # noqa: E402
 from tensorcfr.utils.io import write_json_atomic, write_text_atomic  # noqa: E402
 
 
@@ -52,7 +52,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
     from tensorcfr.games.numeral211.abstract_solve import abstract_solver, phi_embeddings
-    from tensorcfr.games.numeral211.isomorphism import isomorphism
+    from tensorcfr.games.numeral211.game.isomorphism import isomorphism
     from tensorcfr.games.numeral211.soft_clustering import soft_clustering
     from tensorcfr.utils.resources import set_threads
 

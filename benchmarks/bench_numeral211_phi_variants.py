@@ -35,7 +35,7 @@ from typing import Any
 import torch
 
 from tensorcfr.games.numeral211.abstractions import build_abstraction
-from tensorcfr.games.numeral211.config import GameConfig
+from tensorcfr.games.numeral211.game.config import GameConfig
 from tensorcfr.games.numeral211.embedding_net import (TrainingBudget, save_embedding,
                                                       train_embedding)
 from tensorcfr.games.numeral211.phi_teacher import build_teacher

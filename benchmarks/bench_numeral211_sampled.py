@@ -54,7 +54,7 @@ from tensorcfr.games.numeral211 import solver as n211  # noqa: E402
 from tensorcfr.games.numeral211.abstract_solve import (abstract_solver,  # noqa: E402
                                                        bucket_embeddings)
 from tensorcfr.games.numeral211.embedding_net import load_embedding  # noqa: E402
-from tensorcfr.games.numeral211.isomorphism import isomorphism  # noqa: E402
+from tensorcfr.games.numeral211.game.isomorphism import isomorphism  # noqa: E402
 from tensorcfr.utils.io import write_json_atomic, write_text_atomic  # noqa: E402
 
 LABELS = {"ehs": "EHS", "paemd": "PaEmd", "krwemd": "KrwEmd (16,4,1;4,1)",

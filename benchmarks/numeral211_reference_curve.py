@@ -123,7 +123,7 @@ def main() -> None:
         return
 
     from tensorcfr.games.numeral211 import solver as n211
-    from tensorcfr.games.numeral211.config import GameConfig
+    from tensorcfr.games.numeral211.game.config import GameConfig
     from tensorcfr.utils.io import write_json_atomic
     from tensorcfr.utils.resources import set_threads
 

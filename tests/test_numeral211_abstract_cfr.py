@@ -12,7 +12,7 @@ from tensorcfr.games.numeral211 import solver as n211
 from tensorcfr.games.numeral211.abstract_solve import (abstract_solver, bucket_embeddings,
                                                        lossless_embeddings, run_abstract)
 from tensorcfr.games.numeral211.abstractions import build_abstraction, lossless_bucket_map
-from tensorcfr.games.numeral211.config import GameConfig
+from tensorcfr.games.numeral211.game.config import GameConfig
 
 # one suit: every class is a single cell, so class sums are bitwise the cell values
 ONE_SUIT = GameConfig(ranks="234567", suits=1, max_bets=(2, 2, 2))

@@ -19,8 +19,8 @@ from tensorcfr.games.numeral211.abstractions import (build_abstraction, check_bu
                                                       class_sizes, flop_turn_histograms,
                                                       lossless_bucket_map, parse_weights,
                                                       round_equity, round_wtl)
-from tensorcfr.games.numeral211.config import GameConfig
-from tensorcfr.games.numeral211.isomorphism import isomorphism
+from tensorcfr.games.numeral211.game.config import GameConfig
+from tensorcfr.games.numeral211.game.isomorphism import isomorphism
 
 SMALL = GameConfig(ranks="2345", suits=4)  # 16 cards: classes 16 / 124 / 1180
 

@@ -14,7 +14,7 @@ from tensorcfr.games.numeral211 import solver as n211
 from tensorcfr.games.numeral211.abstract_solve import (abstract_solver, bucket_embeddings,
                                                        lossless_embeddings, run_abstract)
 from tensorcfr.games.numeral211.abstractions import build_abstraction
-from tensorcfr.games.numeral211.config import GameConfig
+from tensorcfr.games.numeral211.game.config import GameConfig
 from tensorcfr.games.numeral211.floor import cfr_br_floor
 
 from _cli_helpers import run_cli

@@ -17,7 +17,7 @@ import torch
 from tensorcfr.core.public_tree import public_exploitability, public_pass
 from tensorcfr.errors import TensorCFRError
 from tensorcfr.games.numeral211 import solver as n211
-from tensorcfr.games.numeral211.config import GameConfig
+from tensorcfr.games.numeral211.game.config import GameConfig
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -225,7 +225,7 @@ def test_batched_showdown_equals_the_sweep(game) -> None:
     """The GPU form (:attr:`batched`: every board's showdown matrix zero-padded into one
     ``bmm``) equals the sort sweep on random class reach (float64, 1e-12); it holds the
     padded blocks it reports; it is the default off the CPU only."""
-    from tensorcfr.games.numeral211.class_game import Numeral211ClassGame
+    from tensorcfr.games.numeral211.game.class_game import Numeral211ClassGame
 
     cls = Numeral211ClassGame(game)
     assert not cls.batched  # the game is on the CPU
@@ -268,7 +268,7 @@ def test_dense_and_sweep_solvers_agree_and_large_matrices_fall_back(game) -> Non
     regrets, float64, 1e-12: player 1's pass already plays player 0's new strategy, where
     rounding-level regrets break ties differently, see the module docstring); a memory cap
     below the matrices' size falls back to the sweeps."""
-    from tensorcfr.games.numeral211.class_game import Numeral211ClassGame
+    from tensorcfr.games.numeral211.game.class_game import Numeral211ClassGame
 
     results = []
     for dense, cap, batched in ((True, None, False), (False, None, False), (True, 0, False),

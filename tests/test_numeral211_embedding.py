@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from tensorcfr.errors import TensorCFRError
-from tensorcfr.games.numeral211.config import GameConfig
+from tensorcfr.games.numeral211.game.config import GameConfig
 from tensorcfr.games.numeral211.embedding_net import (TrainingBudget, class_planes,
                                                       load_embedding, train_embedding)
 from tensorcfr.games.numeral211.run_embed import EmbedSettings, train_embedding_file

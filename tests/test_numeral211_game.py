@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 from tensorcfr.errors import TensorCFRError
-from tensorcfr.games.numeral211.betting import round_betting
-from tensorcfr.games.numeral211.config import (GameConfig, card_to_str, hand_cards,
+from tensorcfr.games.numeral211.game.betting import round_betting
+from tensorcfr.games.numeral211.game.config import (GameConfig, card_to_str, hand_cards,
                                                parse_cards)
-from tensorcfr.games.numeral211.engine import IllegalActionError, new_game, random_deal
-from tensorcfr.games.numeral211.evaluator import best_of_four, board_hand_values
-from tensorcfr.games.numeral211.isomorphism import isomorphism
+from tensorcfr.games.numeral211.game.engine import IllegalActionError, new_game, random_deal
+from tensorcfr.games.numeral211.game.evaluator import best_of_four, board_hand_values
+from tensorcfr.games.numeral211.game.isomorphism import isomorphism
 
 DEFAULT = GameConfig()
 
@@ -50,7 +50,7 @@ def test_evaluator_matches_brute_force_on_every_set(size: int) -> None:
     config = DEFAULT
     sets = np.array(list(itertools.combinations(range(config.num_cards), size)))
     if size == 3:
-        from tensorcfr.games.numeral211.evaluator import three_card_values
+        from tensorcfr.games.numeral211.game.evaluator import three_card_values
         fast = three_card_values(config, sets)
     else:
         fast = best_of_four(config, sets)

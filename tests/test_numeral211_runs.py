@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from tensorcfr.errors import TensorCFRError
-from tensorcfr.games.numeral211.config import GameConfig
+from tensorcfr.games.numeral211.game.config import GameConfig
 from tensorcfr.games.numeral211.run_abstract_solve import AbstractSolveSettings, solve_abstract
 from tensorcfr.games.numeral211.run_abstraction import (AbstractionSettings,
                                                         build_abstraction_file)

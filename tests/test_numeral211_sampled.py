@@ -22,8 +22,8 @@ from tensorcfr.core.public_tree import (BoardSampling, PublicTreeCFR, board_samp
 from tensorcfr.errors import TensorCFRError
 from tensorcfr.games.numeral211 import solver as n211
 from tensorcfr.games.numeral211.abstract_solve import abstract_solver, lossless_embeddings
-from tensorcfr.games.numeral211.config import GameConfig
-from tensorcfr.games.numeral211.isomorphism import isomorphism
+from tensorcfr.games.numeral211.game.config import GameConfig
+from tensorcfr.games.numeral211.game.isomorphism import isomorphism
 
 from _cli_helpers import run_cli
 

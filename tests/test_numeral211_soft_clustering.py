@@ -18,8 +18,8 @@ from tensorcfr.games.numeral211.abstract_solve import (abstract_solver, bucket_e
                                                        choose_phi_top, phi_embeddings)
 from tensorcfr.games.numeral211.abstractions import (board_multiplicity, build_abstraction,
                                                      cluster_features)
-from tensorcfr.games.numeral211.config import GameConfig
-from tensorcfr.games.numeral211.isomorphism import isomorphism
+from tensorcfr.games.numeral211.game.config import GameConfig
+from tensorcfr.games.numeral211.game.isomorphism import isomorphism
 from tensorcfr.games.numeral211.soft_clustering import (soft_clustering,
                                                         soft_clustering_embeddings)
 

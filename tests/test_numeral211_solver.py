@@ -15,9 +15,9 @@ import torch
 
 from tensorcfr.core.public_tree import PublicTreeCFR
 from tensorcfr.errors import CorruptFileError, MemoryLimitError, TensorCFRError
-from tensorcfr.games.numeral211 import openspiel_game as og
+from tensorcfr.games.numeral211.game import openspiel_game as og
 from tensorcfr.games.numeral211 import solver as n211
-from tensorcfr.games.numeral211.config import GameConfig
+from tensorcfr.games.numeral211.game.config import GameConfig
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -293,7 +293,7 @@ def test_betting_tree_matches_universal_poker() -> None:
     templates' sizes (910 decision nodes, 728 folds, 729 showdowns)."""
     import pyspiel
 
-    from tensorcfr.games.numeral211.engine import new_game
+    from tensorcfr.games.numeral211.game.engine import new_game
 
     config = GameConfig(ranks="9TA", suits=2)  # betting as the default game
     up = pyspiel.load_game("universal_poker", {

@@ -309,7 +309,7 @@ def _rows_checkpoint(folder: Path) -> Sample:
 
 
 def _small_config() -> Any:
-    from tensorcfr.games.numeral211.config import GameConfig
+    from tensorcfr.games.numeral211.game.config import GameConfig
 
     return GameConfig(ranks="9TA", suits=2, max_bets=(1, 1, 1))
 
@@ -337,7 +337,7 @@ def _embedding(folder: Path) -> Sample:
         load_embedding,
         save_embedding,
     )
-    from tensorcfr.games.numeral211.isomorphism import isomorphism
+    from tensorcfr.games.numeral211.game.isomorphism import isomorphism
 
     config = _small_config()
     counts = isomorphism(config).isomorphic_classes()

@@ -36,7 +36,7 @@ def _status(message: str, quiet: bool) -> Any:
 
 def game_config(ranks: Optional[str], suits: Optional[int]) -> Any:
     """The game variant of the --ranks/--suits options (defaults: the paper's game)."""
-    from tensorcfr.games.numeral211.config import GameConfig
+    from tensorcfr.games.numeral211.game.config import GameConfig
 
     kwargs: dict[str, Any] = {}
     if ranks is not None:

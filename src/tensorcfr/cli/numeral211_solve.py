@@ -37,7 +37,7 @@ def _int_list(text: Optional[str], label: str) -> Optional[tuple[int, ...]]:
 def game_config(ranks: Optional[str], suits: Optional[int], ante: Optional[int],
                 bets: Optional[str], max_bets: Optional[str]) -> Any:
     """The :class:`GameConfig` of the CLI's game options (defaults: the paper's game)."""
-    from tensorcfr.games.numeral211.config import GameConfig
+    from tensorcfr.games.numeral211.game.config import GameConfig
 
     kw: dict[str, Any] = {}
     if ranks is not None:

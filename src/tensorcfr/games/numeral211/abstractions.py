@@ -43,9 +43,9 @@ from tensorcfr.abstraction.bucket_map import BucketMap
 from tensorcfr.abstraction.clustering import (emd_features, equal_width_bins, kmeans_1d,
                                               kmeans_l1)
 from tensorcfr.errors import TensorCFRError
-from tensorcfr.games.numeral211.config import GameConfig
-from tensorcfr.games.numeral211.isomorphism import isomorphism
-from tensorcfr.games.numeral211.outcomes import turn_outcomes
+from tensorcfr.games.numeral211.game.config import GameConfig
+from tensorcfr.games.numeral211.game.isomorphism import isomorphism
+from tensorcfr.games.numeral211.game.outcomes import turn_outcomes
 
 __all__ = [
     "METHODS", "KRWEMD_WEIGHTS", "board_multiplicity", "class_sizes", "class_representatives",

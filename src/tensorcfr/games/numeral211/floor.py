@@ -13,7 +13,7 @@ from typing import Any, Callable, Sequence
 from tensorcfr.abstraction.abstract_cfr import AbstractCFR, Embedding
 from tensorcfr.errors import TensorCFRError
 from tensorcfr.games.numeral211.abstract_solve import abstract_solver
-from tensorcfr.games.numeral211.public_game import Numeral211PublicGame
+from tensorcfr.games.numeral211.game.public_game import Numeral211PublicGame
 from tensorcfr.games.numeral211.solver import to_mbg
 
 __all__ = ["cfr_br_floor"]

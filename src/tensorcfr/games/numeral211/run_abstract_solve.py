@@ -25,7 +25,7 @@ from typing import Any, Optional
 
 from tensorcfr.errors import TensorCFRError
 from tensorcfr.games.numeral211 import solver as n211
-from tensorcfr.games.numeral211.config import GameConfig
+from tensorcfr.games.numeral211.game.config import GameConfig
 from tensorcfr.games.numeral211.run_common import (ROUND_NAMES, ProgressCallback,
                                                    RunProgress, RunResult, check_dtype,
                                                    check_output_files,
@@ -145,7 +145,7 @@ def _requested_game(s: AbstractSolveSettings) -> Optional[GameConfig]:
     if s.game is not None or s.resume is None:
         return s.game
     from tensorcfr.games.numeral211.abstract_checkpoint import read_abstract_checkpoint_meta
-    from tensorcfr.games.numeral211.config import GameConfigError
+    from tensorcfr.games.numeral211.game.config import GameConfigError
 
     meta = read_abstract_checkpoint_meta(s.resume)
     try:  # the variant the checkpoint solved (its betting may differ from the file's)
@@ -196,7 +196,7 @@ def _game_and_embeddings(s: AbstractSolveSettings, requested: Optional[GameConfi
         return (game, bucket_embeddings(game, bmap), bmap.method, s.abstraction,
                 list(bmap.num_buckets), None)
     from tensorcfr.games.numeral211.embedding_net import load_embedding
-    from tensorcfr.games.numeral211.isomorphism import isomorphism
+    from tensorcfr.games.numeral211.game.isomorphism import isomorphism
 
     emb_file = load_embedding(s.embedding)  # type: ignore[arg-type]
     config = emb_file.config

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from tensorcfr.errors import TensorCFRError
-from tensorcfr.games.numeral211.config import GameConfig
+from tensorcfr.games.numeral211.game.config import GameConfig
 from tensorcfr.games.numeral211.run_common import ROUND_NAMES
 
 __all__ = ["EmbedSettings", "EmbedResult", "train_embedding_file"]
@@ -178,7 +178,7 @@ def train_embedding_file(settings: EmbedSettings,
     device = resolve_device(s.device, "--device")
     target_path = os.path.abspath(check_output_file(s.out, "--out"))
     config = s.game if s.game is not None else GameConfig()
-    from tensorcfr.games.numeral211.isomorphism import isomorphism
+    from tensorcfr.games.numeral211.game.isomorphism import isomorphism
     from tensorcfr.utils.checks import check_int_range
 
     classes = isomorphism(config).isomorphic_classes()

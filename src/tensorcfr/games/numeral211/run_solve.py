@@ -10,7 +10,7 @@ iterates with exact evaluations every ``eval_every`` iterations and checkpoints 
 its plot.  Exploitability is ``(b0 + b1) / 2`` in chips per game and in mb/g (thousandths of
 the ante per game).
 
->>> from tensorcfr.games.numeral211.config import GameConfig
+>>> from tensorcfr.games.numeral211.game.config import GameConfig
 >>> settings = SolveSettings(game=GameConfig(ranks="9TA", suits=2, max_bets=(2, 2, 2)),
 ...                         iterations=2)
 >>> solve(settings).iterations
@@ -29,7 +29,7 @@ from typing import Any, Optional
 
 from tensorcfr.errors import TensorCFRError
 from tensorcfr.games.numeral211 import solver as n211
-from tensorcfr.games.numeral211.config import GameConfig, GameConfigError
+from tensorcfr.games.numeral211.game.config import GameConfig, GameConfigError
 from tensorcfr.games.numeral211.run_common import (ProgressCallback, RunProgress, RunResult,
                                                    check_dtype,
                                                    check_output_files,

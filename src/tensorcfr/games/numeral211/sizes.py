@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from tensorcfr.games.numeral211.config import GameConfig
+from tensorcfr.games.numeral211.game.config import GameConfig
 
 __all__ = ["game_sizes"]
 
@@ -20,7 +20,7 @@ def game_sizes(config: GameConfig, with_outcomes: bool = True) -> dict[str, Any]
     the outcome classes per round (slower: it ranks every class)."""
     import torch
 
-    from tensorcfr.games.numeral211.outcomes import outcome_classes
+    from tensorcfr.games.numeral211.game.outcomes import outcome_classes
     from tensorcfr.games.numeral211.solver import build_game, estimate_bytes
 
     game = build_game(config)

@@ -30,7 +30,7 @@ from tensorcfr.abstraction.bucket_map import BucketMap
 from tensorcfr.abstraction.clustering import soft_assignment
 from tensorcfr.errors import TensorCFRError
 from tensorcfr.games.numeral211.abstractions import class_sizes, cluster_features
-from tensorcfr.games.numeral211.config import GameConfig
+from tensorcfr.games.numeral211.game.config import GameConfig
 
 __all__ = ["SoftClustering", "soft_clustering", "soft_clustering_embeddings",
            "soft_clustering_file"]
@@ -102,7 +102,7 @@ def soft_clustering_file(config: GameConfig, bmap: BucketMap, temperature: float
     import time
 
     from tensorcfr.games.numeral211.embedding_net import EMBEDDING_FORMAT, EmbeddingFile
-    from tensorcfr.games.numeral211.isomorphism import isomorphism
+    from tensorcfr.games.numeral211.game.isomorphism import isomorphism
 
     start = time.perf_counter()
     soft = soft_clustering(config, bmap, temperature)

@@ -76,9 +76,9 @@ from tensorcfr.core.public_tree import (PublicExploitability, PublicTreeCFR,
                                         estimate_solver_bytes, normalize_dense,
                                         public_exploitability)
 from tensorcfr.errors import CorruptFileError, TensorCFRError
-from tensorcfr.games.numeral211.class_game import Numeral211ClassGame
-from tensorcfr.games.numeral211.config import GameConfig, GameConfigError
-from tensorcfr.games.numeral211.public_game import Numeral211PublicGame
+from tensorcfr.games.numeral211.game.class_game import Numeral211ClassGame
+from tensorcfr.games.numeral211.game.config import GameConfig, GameConfigError
+from tensorcfr.games.numeral211.game.public_game import Numeral211PublicGame
 from tensorcfr.utils.checks import check_finite, check_finite_result
 from tensorcfr.utils.interrupts import StopRequest, deferred_stop, interrupted
 

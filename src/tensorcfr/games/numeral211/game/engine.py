@@ -14,8 +14,8 @@ import random
 from dataclasses import dataclass, field
 
 from tensorcfr.errors import TensorCFRError
-from tensorcfr.games.numeral211.config import GameConfig, cards_to_str
-from tensorcfr.games.numeral211.evaluator import hand_value
+from tensorcfr.games.numeral211.game.config import GameConfig, cards_to_str
+from tensorcfr.games.numeral211.game.evaluator import hand_value
 
 __all__ = ["ACTIONS", "State", "IllegalActionError", "new_game", "random_deal"]
 

@@ -45,8 +45,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from tensorcfr.games.numeral211.evaluator import board_hand_values
-from tensorcfr.games.numeral211.public_game import Numeral211PublicGame, _sorted_groups
+from tensorcfr.games.numeral211.game.evaluator import board_hand_values
+from tensorcfr.games.numeral211.game.public_game import Numeral211PublicGame, _sorted_groups
 
 __all__ = ["Numeral211ClassGame"]
 

@@ -23,10 +23,10 @@ import torch
 from torch import Tensor
 
 from tensorcfr.core.public_tree import BoardSample, RoundTemplate
-from tensorcfr.games.numeral211.betting import RoundBetting, round_betting
-from tensorcfr.games.numeral211.config import GameConfig, hand_cards
-from tensorcfr.games.numeral211.evaluator import board_hand_values
-from tensorcfr.games.numeral211.isomorphism import isomorphism
+from tensorcfr.games.numeral211.game.betting import RoundBetting, round_betting
+from tensorcfr.games.numeral211.game.config import GameConfig, hand_cards
+from tensorcfr.games.numeral211.game.evaluator import board_hand_values
+from tensorcfr.games.numeral211.game.isomorphism import isomorphism
 
 __all__ = ["Numeral211PublicGame", "round_templates"]
 

@@ -17,7 +17,7 @@ from itertools import combinations
 
 import numpy as np
 
-from tensorcfr.games.numeral211.config import GameConfig, hand_cards
+from tensorcfr.games.numeral211.game.config import GameConfig, hand_cards
 
 __all__ = [
     "CATEGORY_NAMES", "three_card_values", "three_card_table", "best_of_four",
@@ -94,7 +94,7 @@ def board_hand_values(config: GameConfig, boards: np.ndarray) -> np.ndarray:
     """Showdown values of every private hand on every board, all at once.
 
     ``boards`` [B, 2] int (the two public cards).  Returns [B, H] int64 (``H = C(N, 2)`` in
-    :func:`~tensorcfr.games.numeral211.config.hand_cards` order); -1 where the hand shares
+    :func:`~tensorcfr.games.numeral211.game.config.hand_cards` order); -1 where the hand shares
     a card with the board.
     """
     boards = np.asarray(boards, dtype=np.int64).reshape(-1, 2)

@@ -24,7 +24,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from tensorcfr.games.numeral211.config import GameConfig, hand_cards, hand_index_table
+from tensorcfr.games.numeral211.game.config import GameConfig, hand_cards, hand_index_table
 
 __all__ = ["Isomorphism", "isomorphism"]
 

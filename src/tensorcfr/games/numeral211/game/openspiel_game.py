@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from tensorcfr.games.numeral211.config import GameConfig, cards_to_str, hand_cards
-from tensorcfr.games.numeral211.engine import State as EngineState
+from tensorcfr.games.numeral211.game.config import GameConfig, cards_to_str, hand_cards
+from tensorcfr.games.numeral211.game.engine import State as EngineState
 
 __all__ = ["GAME_NAME", "register", "load", "config_of", "policy_to_tabular",
            "infoset_string"]

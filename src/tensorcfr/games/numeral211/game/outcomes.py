@@ -16,9 +16,9 @@ from functools import lru_cache
 
 import numpy as np
 
-from tensorcfr.games.numeral211.config import GameConfig, hand_cards
-from tensorcfr.games.numeral211.evaluator import board_hand_values
-from tensorcfr.games.numeral211.isomorphism import isomorphism
+from tensorcfr.games.numeral211.game.config import GameConfig, hand_cards
+from tensorcfr.games.numeral211.game.evaluator import board_hand_values
+from tensorcfr.games.numeral211.game.isomorphism import isomorphism
 
 __all__ = ["compatible_hands", "turn_outcomes", "outcome_features", "outcome_classes"]
 
