@@ -46,7 +46,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from tensorcfr.errors import CorruptFileError, TensorCFRError
+from tensorcfr.errors import TensorCFRError
 from tensorcfr.games.pasur.engine import rules
 from tensorcfr.games.pasur.engine.cards import (
     NUM_CARDS,
@@ -55,10 +55,10 @@ from tensorcfr.games.pasur.engine.cards import (
     is_club,
 )
 from tensorcfr.games.pasur.engine.observation import Observation, observe
+from tensorcfr.games.pasur.learning.xgb_model import ModelKind, XGBoostModel
 from tensorcfr.games.pasur.playing.agent import PlayEstimate, check_turn, mover_sign
 from tensorcfr.games.pasur.playing.greedy import CARD_POINTS, GreedyAgent, greedy_key, play_facts
 from tensorcfr.games.pasur.playing.pimc import PimcAgent
-from tensorcfr.utils.confine import file_in_folder
 from tensorcfr.utils.io import atomic_path, write_json_atomic
 
 __all__ = ["DEFAULT_MODEL_DIR", "FEATURE_COLUMNS", "FEATURE_SET", "HiddenModel",
@@ -157,29 +157,22 @@ def decision_rows(obs: Observation, legal: Sequence[rules.Action] | None = None
 # --------------------------------------------------------------------------- model
 
 
-@dataclass
-class HiddenModel:
-    """A loaded hidden-hand model: the XGBoost booster and its manifest."""
-
-    booster: Any
-    manifest: dict[str, Any]
-    path: Path
-
-    def predict(self, rows: np.ndarray) -> np.ndarray:
-        """Predicted advantage (points) of each row of ``rows`` [N, NUM_FEATURES] -> [N]."""
-        if rows.shape[0] == 0:
-            return np.zeros(0, dtype=np.float32)
-        return np.asarray(self.booster.inplace_predict(rows), dtype=np.float32)
-
-
-MAX_MANIFEST_BYTES = 4 * 2**20
-"""Largest model manifest read (a few KiB are written)."""
 MAX_MODEL_BYTES = 2 * 2**30
 """Largest XGBoost model file read."""
 
 
 def _train_command_hint() -> str:
     return "train one with `tensorcfr pasur train-hidden --games N --out DIR`"
+
+
+class HiddenModel(XGBoostModel):
+    """A loaded hidden-hand model: the XGBoost booster and its manifest; ``predict`` gives
+    the advantage (points) of each row [N, NUM_FEATURES] -> float32 [N]."""
+
+    kind = ModelKind(what="a hidden-hand model", format=MODEL_FORMAT, version=MODEL_VERSION,
+                     model_file=MODEL_FILE, feature_set=FEATURE_SET,
+                     feature_columns=tuple(FEATURE_COLUMNS), max_model_bytes=MAX_MODEL_BYTES,
+                     hint=_train_command_hint())
 
 
 def load_hidden_model(path: str | os.PathLike[str] | None = None, threads: int = 1
@@ -191,38 +184,11 @@ def load_hidden_model(path: str | os.PathLike[str] | None = None, threads: int =
             names the train command.
     """
     folder = DEFAULT_MODEL_DIR if path is None else Path(path)
-    mpath = folder / MANIFEST
-    if not folder.is_dir() or not os.path.lexists(mpath):
+    if not folder.is_dir() or not os.path.lexists(folder / MANIFEST):
         what = "no hidden-hand model is installed" if path is None else \
             f"{folder} is not a hidden-hand model folder"
         raise TensorCFRError(f"{what}: {_train_command_hint()} and pass --model DIR")
-    # every file read is confined to the folder (no "../", no link out of it)
-    file_in_folder(folder, MANIFEST, named_by=folder, key="the manifest")
-    from tensorcfr.utils.reading import load_json
-
-    manifest = load_json(mpath, "the manifest of a hidden-hand model", MAX_MANIFEST_BYTES)
-    if not isinstance(manifest, dict) or manifest.get("format") != MODEL_FORMAT:
-        raise CorruptFileError(f"{mpath} is not the manifest of a hidden-hand model: "
-                               f"{_train_command_hint()}")
-    if manifest.get("version") != MODEL_VERSION:
-        raise CorruptFileError(f"{mpath}: unsupported model version "
-                               f"{manifest.get('version')!r}: {_train_command_hint()}")
-    features = manifest.get("features")
-    if not isinstance(features, dict):
-        raise CorruptFileError(f"{mpath}: \"features\" is {features!r:.40}, not the object "
-                               f"of a hidden-hand model: {_train_command_hint()}")
-    if features.get("name") != FEATURE_SET or features.get("columns") != FEATURE_COLUMNS:
-        raise CorruptFileError(f"{folder} was trained on other features "
-                               f"({features.get('name')!r:.40}): {_train_command_hint()}")
-    from tensorcfr.games.pasur.learning.xgb_model import read_booster
-
-    booster, model_file = read_booster(folder, manifest, mpath, MODEL_FILE, MAX_MODEL_BYTES)
-    if booster.num_features() != NUM_FEATURES:
-        raise CorruptFileError(f"{model_file} is a model of {booster.num_features()} features, "
-                               f"not the {NUM_FEATURES} of {FEATURE_SET}: "
-                               f"{_train_command_hint()}")
-    booster.set_param({"nthread": int(threads)})
-    return HiddenModel(booster=booster, manifest=manifest, path=folder)
+    return HiddenModel.load(folder, threads=threads)
 
 
 class HiddenModelAgent:

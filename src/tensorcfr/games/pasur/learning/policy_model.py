@@ -27,7 +27,6 @@ from __future__ import annotations
 import os
 import platform
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -36,10 +35,11 @@ import torch
 from torch import Tensor
 
 from tensorcfr.errors import CorruptFileError, TensorCFRError
-from tensorcfr.games.pasur.playing.players import RandomPlayer, TablePlayer, _BatchPlayer, _run_files
+from tensorcfr.games.pasur.playing.players import RandomPlayer, TablePlayer, _BatchPlayer
+from tensorcfr.games.pasur.solving.dcfr_run import run_table_path
 from tensorcfr.games.pasur.playing.selfplay import DecisionBatch, play_games
+from tensorcfr.games.pasur.learning.xgb_model import ModelKind, XGBoostModel
 from tensorcfr.games.pasur.solving.features import NUM_FEATURES
-from tensorcfr.utils.confine import file_in_folder
 from tensorcfr.utils.io import atomic_path, write_json_atomic
 
 __all__ = [
@@ -79,23 +79,17 @@ that change predictions by a fraction of a percentage point, so it barely costs 
 keeps the trees from splitting on noise of sampled rows)."""
 
 
-@dataclass
-class PolicyModel:
-    """A loaded policy model: the XGBoost booster and its manifest."""
+_KIND = ModelKind(
+    what="a policy model", format=MODEL_FORMAT, version=MODEL_VERSION, model_file=MODEL_FILE,
+    feature_set=FEATURE_SET, feature_columns=tuple(FEATURE_COLUMNS),
+    max_model_bytes=2 * 2**30, hint="train one with `tensorcfr pasur train`")
 
-    booster: Any
-    manifest: dict[str, Any]
-    path: Path
 
-    def predict(self, rows: np.ndarray) -> np.ndarray:
-        """Predicted ``100 * sigma`` of each row of ``rows`` [K, 58] (int8) -> float32 [K]."""
-        if rows.shape[0] == 0:
-            return np.zeros(0, dtype=np.float32)
-        if rows.ndim != 2 or rows.shape[1] != NUM_FEATURES:
-            raise TensorCFRError(f"a policy model needs rows of {NUM_FEATURES} features, got "
-                                 f"shape {tuple(rows.shape)}")
-        return np.asarray(self.booster.inplace_predict(rows.astype(np.float32)),
-                          dtype=np.float32)
+class PolicyModel(XGBoostModel):
+    """A loaded policy model: the XGBoost booster and its manifest; ``predict`` gives
+    ``100 * sigma`` of each row [K, 58] (int8 features) -> float32 [K]."""
+
+    kind = _KIND
 
 
 def _versions() -> dict[str, str]:
@@ -111,41 +105,16 @@ def _versions() -> dict[str, str]:
 def load_policy_model(path: str | os.PathLike[str], threads: int = 1) -> PolicyModel:
     """Load a model directory written by :func:`train_policy_model`.
 
-    Raises :class:`CorruptFileError` (one line) for a missing folder or file, a manifest of
-    another format, a model trained on other features, or an unreadable model file.
+    Raises :class:`TensorCFRError` for a path that is not a folder and
+    :class:`CorruptFileError` (one line) for a missing manifest or model file, a manifest of
+    another format or version, a model trained on other features, or an unreadable model
+    file (:meth:`~tensorcfr.games.pasur.learning.xgb_model.XGBoostModel.load`).
     """
     folder = Path(path)
     if not folder.is_dir():
         raise TensorCFRError(f"--model {folder} is not a folder (give the --out folder of "
                              "`tensorcfr pasur train`)")
-    # every file read is confined to the folder (no "../", no link out of it)
-    mpath = file_in_folder(folder, MANIFEST, named_by=folder, key="the manifest")
-    if not os.path.lexists(mpath):
-        raise CorruptFileError(f"{mpath} is missing: {folder} is not a policy model folder")
-    from tensorcfr.utils.reading import load_json
-
-    manifest = load_json(mpath, "the manifest of a policy model", 4 * 2**20)
-    if not isinstance(manifest, dict) or manifest.get("format") != MODEL_FORMAT:
-        raise CorruptFileError(f"{mpath} is not the manifest of a tensorcfr policy model")
-    if manifest.get("version") != MODEL_VERSION:
-        raise CorruptFileError(f"{mpath}: unsupported model version {manifest.get('version')!r}")
-    features = manifest.get("features")
-    if not isinstance(features, dict):
-        raise CorruptFileError(f"{mpath}: \"features\" is {features!r:.40}, not the object of "
-                               "a policy model")
-    if features.get("name") != FEATURE_SET or features.get("columns") != FEATURE_COLUMNS:
-        raise CorruptFileError(
-            f"{folder} was trained on other features ({features.get('name')!r:.40}); this "
-            "version "
-            f"of tensorcfr plays with {FEATURE_SET!r}: retrain it with `tensorcfr pasur train`")
-    from tensorcfr.games.pasur.learning.xgb_model import read_booster
-
-    booster, model_file = read_booster(folder, manifest, mpath, MODEL_FILE, 2 * 2**30)
-    if booster.num_features() != NUM_FEATURES:
-        raise CorruptFileError(f"{model_file} expects {booster.num_features()} features, not "
-                               f"{NUM_FEATURES}: it was trained on other features")
-    booster.set_param({"nthread": int(threads)})
-    return PolicyModel(booster=booster, manifest=manifest, path=folder)
+    return PolicyModel.load(folder, threads=threads)
 
 
 # --------------------------------------------------------------------------- training rows
@@ -194,7 +163,7 @@ def table_training_rows(run: str | os.PathLike[str], *, games: int = 2000, seed:
     """
     from tensorcfr.games.pasur.solving.strategy_table import load_strategy_table
 
-    table_path, _ = _run_files(Path(run))
+    table_path, _ = run_table_path(run)
     loaded = load_strategy_table(table_path)
     deal = loaded.metadata.get("deal")
     if not isinstance(deal, list) or len(deal) != 52:
