@@ -107,11 +107,11 @@ def test_options_offer_the_available_ais(client):
 @pytest.fixture(scope="module")
 def table_and_model(tmp_path_factory, one_thread):
     """A small DCFR strategy table of the test deal and a small model trained on it."""
-    from tensorcfr.cli.pasur_cfr import run_dcfr_solve
+    from tensorcfr.games.pasur.solving.dcfr_run import DcfrSettings, run_dcfr
     from tensorcfr.games.pasur.learning.policy_model import train_policy_model
 
     run = tmp_path_factory.mktemp("play-run") / "dcfr"
-    run_dcfr_solve(random_deal(SEED), iterations=20, out=run, json_out=True)
+    run_dcfr(DcfrSettings(deal=random_deal(SEED), iterations=20, out=run))
     model = tmp_path_factory.mktemp("play-model") / "m"
     train_policy_model([run], model, games=100, rounds=10, early_stopping=5)
     return str(run), str(model)
@@ -598,8 +598,8 @@ class _OnePlyAgent:
 def one_ply_agent(monkeypatch):
     from tensorcfr.games.pasur import agents
 
-    monkeypatch.setitem(agents._AGENT_FACTORIES, "one-ply", lambda options: _OnePlyAgent())
-    monkeypatch.setattr(agents, "AGENT_NAMES", (*agents.AGENT_NAMES, "one-ply"))
+    monkeypatch.setitem(agents.AGENTS, "one-ply", agents.AgentEntry(
+        "plays the play that scores most now", lambda options: _OnePlyAgent()))
     return "one-ply"
 
 

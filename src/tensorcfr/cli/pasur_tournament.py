@@ -75,7 +75,7 @@ def tournament_command(
     try:
         n_threads = set_threads(threads)
         settings = TournamentSettings(
-            agents=tuple(a for a in agents.split(",") if a.strip()), out=Path(out),
+            agents=tuple(agents.split(",")), out=Path(out),
             deals=deals, seed=seed, decks=Path(decks) if decks is not None else None,
             deck_range=parse_deck_range(deck_range, "--range") if deck_range else None,
             workers=workers, in_process=in_process, address=address, threads=n_threads,

@@ -192,9 +192,9 @@ def check_mode(mode: str) -> str:
 def hidden_agent_names() -> tuple[str, ...]:
     """Every hidden-hand agent's name (the registry's :data:`AGENT_NAMES`, read when asked so
     that a newly registered agent is offered at once)."""
-    from tensorcfr.games.pasur.agents import AGENT_NAMES
+    from tensorcfr.games.pasur.agents import agent_names
 
-    return tuple(AGENT_NAMES)
+    return agent_names()
 
 
 def ai_names(mode: str) -> tuple[str, ...]:

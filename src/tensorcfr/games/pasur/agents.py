@@ -10,6 +10,12 @@ Two families:
   that see only their observation (:mod:`.playing.agent`); ``exact`` among them is the
   open-hands optimum, kept as a cheating upper bound.
 
+Each name has one entry here with the line that describes it (the play page, ``--help`` and
+the docs show it): :data:`OPEN_PLAYERS` and :data:`AGENTS`. A name enters once, through
+:func:`check_agent_name` / :func:`check_agent_names` (a CLI option, a request, a settings
+object), which strip it and answer an unknown name with the one error line; inner code takes
+the checked :data:`~.vocab.AgentName`.
+
 This module sits above the stages (engine -> solving -> playing -> learning) and may import
 any of them; nothing in the stages imports it.
 """
@@ -19,7 +25,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import torch
 
@@ -37,12 +43,22 @@ from tensorcfr.games.pasur.playing.players import (
     RandomPlayer,
     TablePlayer,
 )
+from tensorcfr.games.pasur.vocab import AgentName
 
-__all__ = ["AGENT_NAMES", "AgentOptions", "MAX_DETERMINIZATIONS", "MAX_SECONDS_PER_MOVE",
-           "MAX_SIMULATIONS", "OPEN_PLAYER_NAMES", "PLAYER_NAMES", "make_agent",
-           "make_player"]
+__all__ = ["AGENTS", "AGENT_NAMES", "AgentEntry", "AgentOptions", "MAX_DETERMINIZATIONS",
+           "MAX_SECONDS_PER_MOVE", "MAX_SIMULATIONS", "OPEN_PLAYERS", "OPEN_PLAYER_NAMES",
+           "PLAYER_NAMES", "agent_names", "check_agent_name", "check_agent_names",
+           "make_agent", "make_player"]
 
-OPEN_PLAYER_NAMES = ("random", "exact", "table", "model")
+OPEN_PLAYERS: dict[str, str] = {
+    "random": "plays a uniformly random legal move",
+    "exact": "plays an optimal move (exact minimax solution of the deal)",
+    "table": "plays the DCFR strategy table",
+    "model": "plays the learned XGBoost policy",
+}
+"""Every open-hands player by name, with the line that describes it (a verb phrase: "the
+table AI plays the DCFR strategy table")."""
+OPEN_PLAYER_NAMES: tuple[str, ...] = tuple(OPEN_PLAYERS)
 PLAYER_NAMES = OPEN_PLAYER_NAMES
 """Names :func:`make_player` accepts."""
 
@@ -141,6 +157,14 @@ class AgentOptions:
             raise TensorCFRError(f"the reply limit must be a positive number of seconds, at "
                                  f"most {MAX_SECONDS_PER_MOVE:,}, got {self.max_reply_seconds}")
 
+    def identity(self) -> dict[str, Any]:
+        """The options that can change an agent's plays, JSON-ready (a run folder's identity
+        and its tables record them): ``determinizations``, ``seconds_per_move``,
+        ``simulations`` and ``model`` (the folder as an absolute path, or None)."""
+        return {"determinizations": self.determinizations,
+                "seconds_per_move": self.seconds_per_move, "simulations": self.simulations,
+                "model": None if self.model is None else str(Path(self.model).resolve())}
+
 
 def _pimc_agent(cls: Callable[..., PimcAgent], options: AgentOptions) -> PimcAgent:
     """A ``pimc``-family agent with the options' budget and reply limit."""
@@ -149,28 +173,87 @@ def _pimc_agent(cls: Callable[..., PimcAgent], options: AgentOptions) -> PimcAge
     return agent
 
 
-_AGENT_FACTORIES: dict[str, Callable[[AgentOptions], HiddenAgent]] = {
-    "random": lambda options: RandomAgent(),
-    "greedy": lambda options: GreedyAgent(),
-    "pimc": lambda options: _pimc_agent(PimcAgent, options),
-    "pimc-infer": lambda options: _pimc_agent(PimcInferAgent, options),
-    "hidden-model": lambda options: HiddenModelAgent(options.model, threads=options.threads),
-    "ismcts": lambda options: ISMCTSAgent(simulations=options.simulations,
-                                          max_seconds=options.seconds_per_move),
-    "ismcts-time": lambda options: timed_ismcts_agent(options.seconds_per_move),
-    "exact": lambda options: ExactAgent(device=options.device),
+@dataclass(frozen=True)
+class AgentEntry:
+    """One hidden-hand agent of the registry.
+
+    Attributes:
+        description: one line, a verb phrase ("the pimc AI draws the hidden cards ..."):
+            the play page and the docs show it.
+        build: the agent from the options (:class:`AgentOptions`; each agent reads the
+            ones it uses).
+        sees_everything: the agent is handed the true state (a cheating reference): the
+            page says it sees your hand.
+    """
+
+    description: str
+    build: Callable[[AgentOptions], HiddenAgent]
+    sees_everything: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.description.strip():
+            raise ValueError("a registered agent needs a description")
+
+
+AGENTS: dict[str, AgentEntry] = {
+    "random": AgentEntry("plays a uniformly random legal move", lambda options: RandomAgent()),
+    "greedy": AgentEntry("takes the play worth most points now", lambda options: GreedyAgent()),
+    "pimc": AgentEntry("draws the hidden cards many times and plays the best play on average "
+                       "(perfect-information Monte Carlo)",
+                       lambda options: _pimc_agent(PimcAgent, options)),
+    "pimc-infer": AgentEntry("PIMC with draws weighted by what your plays suggest about your "
+                             "hand", lambda options: _pimc_agent(PimcInferAgent, options)),
+    "hidden-model": AgentEntry("plays a policy learned from hidden-hand self-play",
+                               lambda options: HiddenModelAgent(options.model,
+                                                                threads=options.threads)),
+    "ismcts": AgentEntry("information-set Monte Carlo tree search",
+                         lambda options: ISMCTSAgent(simulations=options.simulations,
+                                                     max_seconds=options.seconds_per_move)),
+    "ismcts-time": AgentEntry("information-set Monte Carlo tree search that searches for its "
+                              "whole time budget per move",
+                              lambda options: timed_ismcts_agent(options.seconds_per_move)),
+    "exact": AgentEntry("cheats: sees every card and plays the open-hands optimum (a "
+                        "reference)", lambda options: ExactAgent(device=options.device),
+                        sees_everything=True),
 }
-AGENT_NAMES: tuple[str, ...] = tuple(_AGENT_FACTORIES)
-"""Names :func:`make_agent` accepts."""
+"""Every hidden-hand agent by name: the one list (the CLI, tournaments and the play server ask
+it; :func:`agent_names` reads it when asked, so an agent added later is offered at once)."""
+AGENT_NAMES: tuple[str, ...] = tuple(AGENTS)
+"""The agents registered when this module is loaded (:func:`agent_names`: those now)."""
+
+
+def agent_names() -> tuple[str, ...]:
+    """Every registered hidden-hand agent's name, in registration order."""
+    return tuple(AGENTS)
+
+
+def check_agent_name(name: str, option: str | None = None) -> AgentName:
+    """``name`` (stripped) if an agent of that name is registered; a one-line
+    :class:`TensorCFRError` otherwise, starting with ``option`` when given (``--agents``).
+
+    >>> check_agent_name(" pimc ")
+    'pimc'
+    """
+    stripped = name.strip() if isinstance(name, str) else name
+    if not isinstance(stripped, str) or stripped not in AGENTS:
+        where = f"{option}: " if option else ""
+        raise TensorCFRError(f"{where}unknown agent {name!r}: choose one of "
+                             f"{', '.join(agent_names())}")
+    return AgentName(stripped)
+
+
+def check_agent_names(names: Iterable[str], option: str | None = None
+                      ) -> tuple[AgentName, ...]:
+    """Each of ``names`` checked by :func:`check_agent_name`; blank ones (``"a,,b"``) are
+    skipped."""
+    return tuple(check_agent_name(n, option) for n in names
+                 if not (isinstance(n, str) and not n.strip()))
 
 
 def make_agent(name: str, options: AgentOptions | None = None) -> HiddenAgent:
-    """A hidden-hand agent by name (:data:`AGENT_NAMES`).
+    """A hidden-hand agent by name (:data:`AGENTS`).
 
     Raises:
         TensorCFRError: unknown name or unusable options (one line).
     """
-    factory = _AGENT_FACTORIES.get(name)
-    if factory is None:
-        raise TensorCFRError(f"unknown agent {name!r}: choose one of {', '.join(AGENT_NAMES)}")
-    return factory(options or AgentOptions())
+    return AGENTS[check_agent_name(name)].build(options or AgentOptions())

@@ -42,13 +42,13 @@ import math
 import os
 import statistics
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Hashable, Iterator, Sequence
 
 from tensorcfr.errors import TensorCFRError
-from tensorcfr.games.pasur.agents import AGENT_NAMES, AgentOptions, make_agent
+from tensorcfr.games.pasur.agents import AgentOptions, check_agent_names, make_agent
 from tensorcfr.games.pasur.batch import MAX_DECKS, read_decks
 from tensorcfr.games.pasur.engine import rules
 from tensorcfr.games.pasur.playing.match import play_game
@@ -100,7 +100,8 @@ class TournamentSettings:
     :class:`TensorCFRError` with a one-line message naming the option).
 
     Attributes:
-        agents: agent names (:data:`~.agents.AGENT_NAMES`), at least two, all different.
+        agents: agent names of the registry (:data:`~.agents.AGENTS`; checked and stripped
+            here, blank ones skipped), at least two, all different.
         out: the tournament folder.
         deals: N, the seeded random deals ``random_deal(seed + i)``, ``i < N`` (not with
             ``decks``).
@@ -130,14 +131,13 @@ class TournamentSettings:
     flush_seconds: float = 5.0
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "agents", tuple(a.strip() for a in self.agents))
+        object.__setattr__(self, "agents", check_agent_names(self.agents, "--agents"))
         object.__setattr__(self, "out", Path(self.out))
         if self.decks is not None:
             object.__setattr__(self, "decks", Path(self.decks))
-        for name in self.agents:
-            if name not in AGENT_NAMES:
-                raise TensorCFRError(f"--agents: unknown agent {name!r}; choose from "
-                                     f"{', '.join(AGENT_NAMES)}")
+        if self.agent_options.model is not None:  # workers elsewhere read the same folder
+            object.__setattr__(self, "agent_options", replace(
+                self.agent_options, model=Path(self.agent_options.model).resolve()))
         if len(self.agents) < 2:
             raise TensorCFRError(f"--agents needs at least 2 agents (comma-separated), got "
                                  f"{len(self.agents)}")
@@ -198,12 +198,6 @@ class TournamentSettings:
         """Every pair of agents, in the order given (``a`` before ``b``)."""
         return list(itertools.combinations(self.agents, 2))
 
-    def options_dict(self) -> dict[str, Any]:
-        """The agent options that can change results (JSON-ready)."""
-        opts = self.agent_options
-        return {"determinizations": opts.determinizations,
-                "seconds_per_move": opts.seconds_per_move, "simulations": opts.simulations,
-                "model": None if opts.model is None else str(Path(opts.model).resolve())}
 
 
 # --------------------------------------------------------------------------- statistics
@@ -340,15 +334,9 @@ def summarize_pairs(pairs: Sequence[tuple[str, str]], games: Sequence[dict[str, 
 
 
 @lru_cache(maxsize=16)
-def _cached_agent(name: str, options_json: str) -> HiddenAgent:
+def _cached_agent(name: str, options: AgentOptions) -> HiddenAgent:
     """One agent object per (name, options) in a worker process (agents are reset before each
     game; loading a model once per worker, not once per game)."""
-    raw = json.loads(options_json)
-    options = AgentOptions(determinizations=raw["determinizations"],
-                           seconds_per_move=raw["seconds_per_move"],
-                           simulations=raw["simulations"],
-                           model=None if raw["model"] is None else Path(raw["model"]),
-                           device=raw.get("device", "cpu"), threads=raw.get("threads", 1))
     return make_agent(name, options)
 
 
@@ -384,8 +372,8 @@ def _game_job(spec: dict[str, Any]) -> dict[str, Any]:
     row.update(kind="game", status="ok", error=None)
     started = time.perf_counter()
     try:
-        alex = _cached_agent(spec["alex"], spec["options_json"])
-        bob = _cached_agent(spec["bob"], spec["options_json"])
+        alex = _cached_agent(spec["alex"], spec["options"])
+        bob = _cached_agent(spec["bob"], spec["options"])
         result = play_game(tuple(spec["deal_cards"]), alex, bob, spec["game_seed"])
         utility = int(result.utility)
         row.update(utility=utility, alex_points=int(result.alex_points),
@@ -500,7 +488,7 @@ def _identity(settings: TournamentSettings, digest: str) -> dict[str, Any]:
         identity["deck_file"] = str(settings.decks.resolve())
         identity["deck_file_sha256"] = digest
         identity["range"] = list(settings.deck_range)  # type: ignore[arg-type]
-    return identity | settings.options_dict()
+    return identity | settings.agent_options.identity()
 
 
 def _check_identity(out: Path, identity: dict[str, Any]) -> None:
@@ -527,12 +515,9 @@ def _job_spec(settings: TournamentSettings, deals: _Deals, job_id: str) -> dict[
         return {"id": job_id, "kind": "exact", "deal": index, "deal_cards": cards}
     a, b, seating = parts[1], parts[2], int(parts[4])
     alex, bob = (a, b) if seating == 0 else (b, a)
-    options_json = json.dumps(settings.options_dict()
-                              | {"device": settings.agent_options.device,
-                                 "threads": settings.agent_options.threads}, sort_keys=True)
     return {"id": job_id, "kind": "game", "a": a, "b": b, "deal": index, "seating": seating,
             "alex": alex, "bob": bob, "game_seed": settings.seed + index,
-            "deal_cards": cards, "options_json": options_json}
+            "deal_cards": cards, "options": settings.agent_options}
 
 
 _ERROR_ROW = {"status": str, "error": str}
@@ -580,7 +565,7 @@ def _game_table_rows(settings: TournamentSettings, rows: dict[str, dict[str, Any
     with its deal's exact value and the price of hidden information of each seat."""
     exact = {r["deal"]: r.get("exact_value") for r in rows.values()
              if r["kind"] == "exact" and r["status"] == "ok"}
-    options_json = json.dumps(settings.options_dict(), sort_keys=True)
+    options_json = json.dumps(settings.agent_options.identity(), sort_keys=True)
     table = []
     for a, b in settings.pairs:
         for index in deals.indices:
@@ -772,7 +757,7 @@ def _run_locked(settings: TournamentSettings, deals: _Deals, out: Path, started:
                 if row is None:  # a worker died on this job
                     spec = _job_spec(settings, deals, str(key))
                     row = {k: v for k, v in spec.items()
-                           if k not in ("deal_cards", "options_json")}
+                           if k not in ("deal_cards", "options")}
                     row.update(status="error", error=error)
                 finish(row)
 
