@@ -117,7 +117,7 @@ def bench_abstract(iterations: int, dtype_name: str, device: str, ranks: str
 
     from tensorcfr.games.numeral211 import solver as n211
     from tensorcfr.games.numeral211.abstract_solve import abstract_solver, bucket_embeddings
-    from tensorcfr.games.numeral211.abstractions import build_abstraction
+    from tensorcfr.games.numeral211.abstraction.abstractions import build_abstraction
     from tensorcfr.games.numeral211.game.config import GameConfig
     from tensorcfr.utils.resources import peak_rss_mb
 

@@ -46,9 +46,9 @@ from tensorcfr.abstraction.abstract_cfr import Embedding  # noqa: E402
 from tensorcfr.games.numeral211 import solver as n211  # noqa: E402
 from tensorcfr.games.numeral211.abstract_solve import (abstract_solver,  # noqa: E402
                                                        bucket_embeddings, run_abstract)
-from tensorcfr.games.numeral211.abstractions import build_abstraction  # noqa: E402
+from tensorcfr.games.numeral211.abstraction.abstractions import build_abstraction  # noqa: E402
 from tensorcfr.games.numeral211.game.config import GameConfig  # noqa: E402
-from tensorcfr.games.numeral211.embedding_net import train_embedding  # noqa: E402
+from tensorcfr.games.numeral211.abstraction.embedding_net import train_embedding  # noqa: E402
 from tensorcfr.games.numeral211.game.isomorphism import isomorphism  # noqa: E402
 from tensorcfr.utils.io import file_slug as slug  # noqa: E402
 from tensorcfr.utils.machine import run_conditions as machine  # noqa: E402

@@ -1,6 +1,7 @@
 """HandEbdNet training benchmark (issue 18): both networks and a few sharpness settings,
-trained under one :class:`~tensorcfr.games.numeral211.embedding_net.TrainingBudget`, with
-their training diagnostics and the exact Embedding CFR curve of each.
+trained under one
+:class:`~tensorcfr.games.numeral211.abstraction.embedding_net.TrainingBudget`, with their
+training diagnostics and the exact Embedding CFR curve of each.
 
 Deck (default): ranks 789TA, 4 suits, at most 2 bets per round (the reduced variant of
 Figure 5); budget 25 flop and 20 turn advisors.  For every variant:
@@ -44,9 +45,9 @@ from tensorcfr.abstraction.abstract_cfr import Embedding  # noqa: E402
 from tensorcfr.games.numeral211 import solver as n211  # noqa: E402
 from tensorcfr.games.numeral211.abstract_solve import (abstract_solver,  # noqa: E402
                                                        bucket_embeddings, run_abstract)
-from tensorcfr.games.numeral211.abstractions import build_abstraction  # noqa: E402
+from tensorcfr.games.numeral211.abstraction.abstractions import build_abstraction  # noqa: E402
 from tensorcfr.games.numeral211.game.config import GameConfig  # noqa: E402
-from tensorcfr.games.numeral211.embedding_net import (TrainingBudget,  # noqa: E402
+from tensorcfr.games.numeral211.abstraction.embedding_net import (TrainingBudget,  # noqa: E402
                                                       load_embedding, save_embedding,
                                                       train_embedding)
 from tensorcfr.games.numeral211.game.isomorphism import isomorphism  # noqa: E402
@@ -94,8 +95,8 @@ def train_variant(config: GameConfig, flop: int, turn: int, label: str, kw: dict
 def bucket_meta(config: GameConfig, labels: list[np.ndarray]) -> dict[str, Any]:
     """The diagnostics a one-hot Phi with these buckets reaches at best: its loss is the
     weighted within-bucket variance of the ``wtl`` targets (each bucket predicts its mean)."""
-    from tensorcfr.games.numeral211.abstractions import class_sizes
-    from tensorcfr.games.numeral211.embedding_net import class_targets
+    from tensorcfr.games.numeral211.abstraction.abstractions import class_sizes
+    from tensorcfr.games.numeral211.abstraction.embedding_net import class_targets
 
     meta: dict[str, Any] = {k: {} for k in ("loss", "target_variance", "advisors_used",
                                             "top1_mean", "trained", "epochs_run",

@@ -12,11 +12,12 @@ evaluated at iterations 1, 2, 4, ..., ``--iterations`` and reported both as
 * ``paemd``: flop k-means under the exact EMD over the turn buckets, three seeds;
 * ``krwemd``: three weightings, late rounds (16,4,1;4,1), early rounds (3,5,7;5,7), equal
   (1,1,1;1,1), seed 0;
-* ``soft``: the soft-clustering control (:mod:`tensorcfr.games.numeral211.soft_clustering`)
-  of the seed-0 PaEmd map and the late-rounds KrwEmd map at each ``--temperatures``;
+* ``soft``: the soft-clustering control
+  (:mod:`tensorcfr.games.numeral211.abstraction.soft_clustering`) of the seed-0 PaEmd map and
+  the late-rounds KrwEmd map at each ``--temperatures``;
 * ``embedding``: Embedding CFR on HandEbdNet's Phi, trained here by
-  :func:`~tensorcfr.games.numeral211.embedding_net.train_embedding` with its defaults of
-  the day, and every ``--embedding-file LABEL=PATH`` (an NPZ of ``numeral211 embed`` or
+  :func:`~tensorcfr.games.numeral211.abstraction.embedding_net.train_embedding` with its
+  defaults of the day, and every ``--embedding-file LABEL=PATH`` (an NPZ of ``numeral211 embed`` or
   ``benchmarks/bench_numeral211_embedding.py``).
 
 Budgets: the paper's 100 / 225 / 396 (preflop lossless, flop, turn) on the 40-card deck; on a
@@ -152,7 +153,7 @@ class Builder:
     def bucket_map(self, kw: dict[str, Any]) -> Any:
         """The bucket map of ``build_abstraction(**kw)`` at the budget (cached NPZ)."""
         from tensorcfr.abstraction.bucket_map import load_bucket_map
-        from tensorcfr.games.numeral211.abstractions import build_abstraction
+        from tensorcfr.games.numeral211.abstraction.abstractions import build_abstraction
 
         path = self.folder / (slug(json.dumps(kw, sort_keys=True)) + ".npz")
         if path.is_file():
@@ -163,8 +164,9 @@ class Builder:
 
     def embedding(self, spec: dict[str, Any]) -> Any:
         """HandEbdNet's Phi: loaded from ``spec['file']`` or trained (cached NPZ)."""
-        from tensorcfr.games.numeral211.embedding_net import (load_embedding, save_embedding,
-                                                              train_embedding)
+        from tensorcfr.games.numeral211.abstraction.embedding_net import (load_embedding,
+                                                                          save_embedding,
+                                                                          train_embedding)
 
         if "file" in spec:
             return load_embedding(spec["file"])
@@ -172,7 +174,7 @@ class Builder:
         path = self.folder / f"embedding_{name}.npz"
         if path.is_file():
             return load_embedding(path)
-        from tensorcfr.games.numeral211.embedding_net import TrainingBudget
+        from tensorcfr.games.numeral211.abstraction.embedding_net import TrainingBudget
 
         kwargs = dict(spec["train"])
         if isinstance(kwargs.get("budget"), dict):  # e.g. {"holdout": 0}: TrainingBudget fields
@@ -194,7 +196,7 @@ def build_run(game: Any, builder: Builder, spec: dict[str, Any], averaging: str 
         info.update(map_params=bmap.params, buckets=bmap.num_buckets,
                     map_build_seconds=bmap.seconds)
         if "temperature" in spec:
-            from tensorcfr.games.numeral211.soft_clustering import soft_clustering
+            from tensorcfr.games.numeral211.abstraction.soft_clustering import soft_clustering
 
             soft = soft_clustering(builder.config, bmap, spec["temperature"])
             embeddings, top = phi_embeddings(game, soft.phi)
@@ -212,7 +214,7 @@ def build_run(game: Any, builder: Builder, spec: dict[str, Any], averaging: str 
         embeddings, top = phi_embeddings(game, {r: np.asarray(emb.phi[r], np.float64)
                                                 for r in (1, 2)})
         sizes = {}
-        from tensorcfr.games.numeral211.abstractions import class_sizes
+        from tensorcfr.games.numeral211.abstraction.abstractions import class_sizes
 
         for r in (1, 2):
             w = class_sizes(builder.config, r)
@@ -249,8 +251,8 @@ def target_variance(config: GameConfig, target: str) -> dict[str, float]:
     """Per round, HandEbdNet's weighted MSE of always predicting the weighted mean target
     (classes weighted by their infosets, normalised to mean 1, as its loss weights them): a
     trained network's loss must be clearly below it."""
-    from tensorcfr.games.numeral211.abstractions import class_sizes
-    from tensorcfr.games.numeral211.embedding_net import class_targets
+    from tensorcfr.games.numeral211.abstraction.abstractions import class_sizes
+    from tensorcfr.games.numeral211.abstraction.embedding_net import class_targets
 
     out = {}
     for r in (1, 2):

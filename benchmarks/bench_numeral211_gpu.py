@@ -103,10 +103,10 @@ def check(work: Path, cpu_curves: Path, device: str = "cuda") -> dict[str, Any]:
     from tensorcfr.games.numeral211 import solver as n211
     from tensorcfr.games.numeral211.abstract_solve import (abstract_solver, bucket_embeddings,
                                                            phi_embeddings)
-    from tensorcfr.games.numeral211.abstractions import build_abstraction
+    from tensorcfr.games.numeral211.abstraction.abstractions import build_abstraction
     from tensorcfr.games.numeral211.game.config import GameConfig
-    from tensorcfr.games.numeral211.embedding_net import train_embedding
-    from tensorcfr.games.numeral211.soft_clustering import soft_clustering
+    from tensorcfr.games.numeral211.abstraction.embedding_net import train_embedding
+    from tensorcfr.games.numeral211.abstraction.soft_clustering import soft_clustering
 
     torch.set_num_threads(1)
     on_gpu = device != "cpu"

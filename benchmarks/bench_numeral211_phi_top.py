@@ -53,7 +53,7 @@ def main() -> None:
     args = ap.parse_args()
     from tensorcfr.games.numeral211.abstract_solve import abstract_solver, phi_embeddings
     from tensorcfr.games.numeral211.game.isomorphism import isomorphism
-    from tensorcfr.games.numeral211.soft_clustering import soft_clustering
+    from tensorcfr.games.numeral211.abstraction.soft_clustering import soft_clustering
     from tensorcfr.utils.resources import set_threads
 
     threads = set_threads(args.threads)

@@ -34,11 +34,11 @@ from typing import Any
 
 import torch
 
-from tensorcfr.games.numeral211.abstractions import build_abstraction
+from tensorcfr.games.numeral211.abstraction.abstractions import build_abstraction
 from tensorcfr.games.numeral211.game.config import GameConfig
-from tensorcfr.games.numeral211.embedding_net import (TrainingBudget, save_embedding,
+from tensorcfr.games.numeral211.abstraction.embedding_net import (TrainingBudget, save_embedding,
                                                       train_embedding)
-from tensorcfr.games.numeral211.phi_teacher import build_teacher
+from tensorcfr.games.numeral211.abstraction.phi_teacher import build_teacher
 from tensorcfr.games.numeral211.run_abstract_solve import (AbstractSolveSettings,
                                                            solve_abstract)
 from tensorcfr.utils.io import write_text_atomic, file_slug

@@ -53,7 +53,7 @@ from tensorcfr.core.public_tree import BoardSampling, PublicTreeCFR  # noqa: E40
 from tensorcfr.games.numeral211 import solver as n211  # noqa: E402
 from tensorcfr.games.numeral211.abstract_solve import (abstract_solver,  # noqa: E402
                                                        bucket_embeddings)
-from tensorcfr.games.numeral211.embedding_net import load_embedding  # noqa: E402
+from tensorcfr.games.numeral211.abstraction.embedding_net import load_embedding  # noqa: E402
 from tensorcfr.games.numeral211.game.isomorphism import isomorphism  # noqa: E402
 from tensorcfr.utils.io import write_json_atomic, write_text_atomic  # noqa: E402
 

@@ -11,7 +11,8 @@ from tensorcfr.errors import TensorCFRError
 from tensorcfr.games.numeral211 import solver as n211
 from tensorcfr.games.numeral211.abstract_solve import (abstract_solver, bucket_embeddings,
                                                        lossless_embeddings, run_abstract)
-from tensorcfr.games.numeral211.abstractions import build_abstraction, lossless_bucket_map
+from tensorcfr.games.numeral211.abstraction.abstractions import (build_abstraction,
+                                                                 lossless_bucket_map)
 from tensorcfr.games.numeral211.game.config import GameConfig
 
 # one suit: every class is a single cell, so class sums are bitwise the cell values
@@ -95,8 +96,9 @@ def test_soft_embedding_cfr_runs_and_improves() -> None:
 
 def test_embedding_file_roundtrip_and_corrupt(tmp_path) -> None:
     from tensorcfr.errors import CorruptFileError
-    from tensorcfr.games.numeral211.embedding_net import (load_embedding, save_embedding,
-                                                          train_embedding)
+    from tensorcfr.games.numeral211.abstraction.embedding_net import (load_embedding,
+                                                                      save_embedding,
+                                                                      train_embedding)
 
     emb = train_embedding(TWO_SUITS, 4, 6, epochs=3, hidden=16)
     counts = [9, 30, 90]

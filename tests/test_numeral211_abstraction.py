@@ -15,10 +15,11 @@ from tensorcfr.abstraction.bucket_map import (BucketMap, BucketMapMismatchError,
 from tensorcfr.abstraction.clustering import (emd_exact, emd_features, equal_width_bins,
                                               kmeans_1d, kmeans_l1)
 from tensorcfr.errors import CorruptFileError, TensorCFRError
-from tensorcfr.games.numeral211.abstractions import (build_abstraction, check_bucket_map,
-                                                      class_sizes, flop_turn_histograms,
-                                                      lossless_bucket_map, parse_weights,
-                                                      round_equity, round_wtl)
+from tensorcfr.games.numeral211.abstraction.abstractions import (build_abstraction,
+                                                                 check_bucket_map, class_sizes,
+                                                                 flop_turn_histograms,
+                                                                 lossless_bucket_map, parse_weights,
+                                                                 round_equity, round_wtl)
 from tensorcfr.games.numeral211.game.config import GameConfig
 from tensorcfr.games.numeral211.game.isomorphism import isomorphism
 

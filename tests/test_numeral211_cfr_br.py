@@ -13,7 +13,7 @@ from tensorcfr.core.public_tree import public_best_response
 from tensorcfr.games.numeral211 import solver as n211
 from tensorcfr.games.numeral211.abstract_solve import (abstract_solver, bucket_embeddings,
                                                        lossless_embeddings, run_abstract)
-from tensorcfr.games.numeral211.abstractions import build_abstraction
+from tensorcfr.games.numeral211.abstraction.abstractions import build_abstraction
 from tensorcfr.games.numeral211.game.config import GameConfig
 from tensorcfr.games.numeral211.floor import cfr_br_floor
 
@@ -160,7 +160,8 @@ def test_cli_abstract_solve_resume_is_bitwise(kind, tmp_path, capsys, monkeypatc
         build_abstraction(TINY, "paemd", 2, 3).save(path)
         extra: list[str] = ["--algo", "cfr"]
     else:
-        from tensorcfr.games.numeral211.embedding_net import save_embedding, train_embedding
+        from tensorcfr.games.numeral211.abstraction.embedding_net import (save_embedding,
+                                                                          train_embedding)
 
         save_embedding(path, train_embedding(TINY, 3, 4, epochs=2, target="hist"))
         extra = ["--algo", "cfr", "--averaging", "uniform", "--phi-top", "2"]
@@ -231,7 +232,7 @@ def test_cli_abstract_option_errors(args, fragment, tmp_path, capsys, monkeypatc
 def test_ehs2_and_hist_turn_options() -> None:
     """E[HS^2] orders turn classes as the equity does (a square is monotone) and PaEmd's
     histogram clusters change the flop buckets only."""
-    from tensorcfr.games.numeral211.abstractions import round_ehs2, round_equity
+    from tensorcfr.games.numeral211.abstraction.abstractions import round_ehs2, round_equity
 
     assert np.allclose(round_ehs2(TINY, 2), round_equity(TINY, 2) ** 2)
     assert (round_ehs2(TINY, 1) >= round_equity(TINY, 1) ** 2 - 1e-12).all()  # Jensen

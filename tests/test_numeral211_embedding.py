@@ -12,7 +12,7 @@ import torch
 
 from tensorcfr.errors import TensorCFRError
 from tensorcfr.games.numeral211.game.config import GameConfig
-from tensorcfr.games.numeral211.embedding_net import (TrainingBudget, class_planes,
+from tensorcfr.games.numeral211.abstraction.embedding_net import (TrainingBudget, class_planes,
                                                       load_embedding, train_embedding)
 from tensorcfr.games.numeral211.run_embed import EmbedSettings, train_embedding_file
 
@@ -195,9 +195,10 @@ def test_teacher_variants_train_to_simplex_columns_and_record_themselves(kwargs)
 
 
 def test_distillation_matches_the_teachers_partition_better_than_chance() -> None:
-    from tensorcfr.games.numeral211.abstractions import build_abstraction, class_sizes
-    from tensorcfr.games.numeral211.phi_teacher import (build_teacher, partition_distortion,
-                                                        teacher_assignment)
+    from tensorcfr.games.numeral211.abstraction.abstractions import build_abstraction, class_sizes
+    from tensorcfr.games.numeral211.abstraction.phi_teacher import (build_teacher,
+                                                                    partition_distortion,
+                                                                    teacher_assignment)
 
     bmap = build_abstraction(SMALL, "paemd", 4, 3, seed=1)
     emb = train_embedding(SMALL, 4, 3, hidden=16, budget=TEACHER_BUDGET, objective="distill",
@@ -222,7 +223,7 @@ def test_distillation_matches_the_teachers_partition_better_than_chance() -> Non
 
 
 def test_partition_distortion_is_the_kmeans_cost() -> None:
-    from tensorcfr.games.numeral211.phi_teacher import partition_distortion
+    from tensorcfr.games.numeral211.abstraction.phi_teacher import partition_distortion
 
     x = np.array([[0.0], [2.0], [10.0], [14.0]])
     w = np.array([1.0, 1.0, 1.0, 3.0])
@@ -235,7 +236,7 @@ def test_partition_distortion_is_the_kmeans_cost() -> None:
 
 
 def test_teacher_options_refuse_bad_values(tmp_path) -> None:
-    from tensorcfr.games.numeral211.abstractions import build_abstraction
+    from tensorcfr.games.numeral211.abstraction.abstractions import build_abstraction
 
     with pytest.raises(TensorCFRError, match="--objective"):
         train_embedding(SMALL, 4, 3, objective="kmeans")
@@ -261,7 +262,7 @@ def test_cli_embed_distill_json_names_the_teacher(tmp_path) -> None:
     import subprocess
     import sys
 
-    from tensorcfr.games.numeral211.abstractions import build_abstraction
+    from tensorcfr.games.numeral211.abstraction.abstractions import build_abstraction
 
     teacher = tmp_path / "paemd.npz"
     build_abstraction(SMALL, "paemd", 4, 3).save(teacher)

@@ -16,11 +16,12 @@ from tensorcfr.errors import TensorCFRError
 from tensorcfr.games.numeral211 import solver as n211
 from tensorcfr.games.numeral211.abstract_solve import (abstract_solver, bucket_embeddings,
                                                        choose_phi_top, phi_embeddings)
-from tensorcfr.games.numeral211.abstractions import (board_multiplicity, build_abstraction,
-                                                     cluster_features)
+from tensorcfr.games.numeral211.abstraction.abstractions import (board_multiplicity,
+                                                                 build_abstraction,
+                                                                 cluster_features)
 from tensorcfr.games.numeral211.game.config import GameConfig
 from tensorcfr.games.numeral211.game.isomorphism import isomorphism
-from tensorcfr.games.numeral211.soft_clustering import (soft_clustering,
+from tensorcfr.games.numeral211.abstraction.soft_clustering import (soft_clustering,
                                                         soft_clustering_embeddings)
 
 TWO_SUITS = GameConfig(ranks="9TA", suits=2, max_bets=(2, 2, 2))
@@ -211,8 +212,8 @@ def test_averaging_rules_of_a_bucketed_abstraction(averaging: str) -> None:
 
 
 def test_soft_clustering_file_roundtrip(tmp_path) -> None:
-    from tensorcfr.games.numeral211.embedding_net import load_embedding, save_embedding
-    from tensorcfr.games.numeral211.soft_clustering import soft_clustering_file
+    from tensorcfr.games.numeral211.abstraction.embedding_net import load_embedding, save_embedding
+    from tensorcfr.games.numeral211.abstraction.soft_clustering import soft_clustering_file
 
     bmap = build_abstraction(TWO_SUITS, "krwemd", 3, 5, seed=1)
     emb = soft_clustering_file(TWO_SUITS, bmap, 0.5)

@@ -401,7 +401,7 @@ def test_a_diverged_training_writes_nothing(tmp_path, capsys, monkeypatch) -> No
 
 
 def test_a_diverged_embedding_writes_nothing(tmp_path, capsys, monkeypatch) -> None:
-    from tensorcfr.games.numeral211 import embedding_net
+    from tensorcfr.games.numeral211.abstraction import embedding_net
 
     def diverged(config, flop, turn, **kwargs):
         return embedding_net.EmbeddingFile(config, {1: np.full((2, 3), np.nan),

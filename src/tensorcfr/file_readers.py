@@ -315,7 +315,7 @@ def _small_config() -> Any:
 
 
 def _bucket_map(folder: Path) -> Sample:
-    from tensorcfr.games.numeral211.abstractions import lossless_bucket_map
+    from tensorcfr.games.numeral211.abstraction.abstractions import lossless_bucket_map
     from tensorcfr.games.numeral211.run_abstract_solve import load_abstraction_file
 
     config = _small_config()
@@ -331,7 +331,7 @@ def _bucket_map(folder: Path) -> Sample:
 def _embedding(folder: Path) -> Sample:
     import numpy as np
 
-    from tensorcfr.games.numeral211.embedding_net import (
+    from tensorcfr.games.numeral211.abstraction.embedding_net import (
         EMBEDDING_FORMAT,
         EmbeddingFile,
         load_embedding,

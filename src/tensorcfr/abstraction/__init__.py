@@ -3,5 +3,6 @@ k-means++ with weighted L1 / 1-D earth mover's distances), bucket-map files, and
 public tree whose hands are grouped into buckets or embedded (Embedding CFR).
 
 Modules: :mod:`.clustering`, :mod:`.bucket_map`, :mod:`.abstract_cfr`.  Nothing here knows
-cards; game packages (e.g. :mod:`tensorcfr.games.numeral211.abstractions`) compute features.
+cards; game packages (e.g. :mod:`tensorcfr.games.numeral211.abstraction.abstractions`)
+compute features.
 """

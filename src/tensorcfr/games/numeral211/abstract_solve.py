@@ -27,8 +27,8 @@ from tensorcfr.abstraction.abstract_cfr import AbstractCFR, Embedding
 from tensorcfr.abstraction.bucket_map import BucketMap
 from tensorcfr.core.public_tree import BoardSampling
 from tensorcfr.errors import TensorCFRError
-from tensorcfr.games.numeral211.abstractions import (board_multiplicity, check_bucket_map,
-                                                     class_sizes)
+from tensorcfr.games.numeral211.abstraction.abstractions import (board_multiplicity,
+                                                                 check_bucket_map, class_sizes)
 from tensorcfr.games.numeral211.game.isomorphism import isomorphism
 from tensorcfr.games.numeral211.game.public_game import Numeral211PublicGame
 from tensorcfr.games.numeral211.solver import (STORAGES, class_exploitability, class_game,

@@ -55,7 +55,8 @@ class AbstractSolveSettings:
     (None: dense where it fits in memory, else 8; see
     :func:`~tensorcfr.games.numeral211.abstract_solve.choose_phi_top`).
     ``soft_temperature``: with ``abstraction``, run the soft-clustering control instead of
-    the bucket map (:mod:`~tensorcfr.games.numeral211.soft_clustering`: Phi = a softmax of
+    the bucket map
+    (:mod:`~tensorcfr.games.numeral211.abstraction.soft_clustering`: Phi = a softmax of
     the classes' distances to the map's cluster centres at this temperature; 0 = hard
     nearest-centre assignment).
     ``averaging``: ``"reach"`` or ``"uniform"`` weighting of advisor strategies (CFR-BR always
@@ -159,7 +160,7 @@ def load_abstraction_file(path: str, requested: Optional[GameConfig]) -> tuple[A
     else the file's own), checked against each other; any damage (a bad variant, labels of
     another deck) is one line naming the file."""
     from tensorcfr.abstraction.bucket_map import load_bucket_map
-    from tensorcfr.games.numeral211.abstractions import check_bucket_map
+    from tensorcfr.games.numeral211.abstraction.abstractions import check_bucket_map
     from tensorcfr.utils.reading import reading
 
     with reading(path, "bucket map"):
@@ -186,7 +187,7 @@ def _game_and_embeddings(s: AbstractSolveSettings, requested: Optional[GameConfi
         bmap, config = load_abstraction_file(s.abstraction, requested)
         game = n211.build_game(config, dtype=dtype, device=device)
         if s.soft_temperature is not None:
-            from tensorcfr.games.numeral211.soft_clustering import soft_clustering
+            from tensorcfr.games.numeral211.abstraction.soft_clustering import soft_clustering
 
             soft = soft_clustering(config, bmap, float(s.soft_temperature))
             embeddings, top = phi_embeddings(game, soft.phi, top_k=s.phi_top)
@@ -195,13 +196,13 @@ def _game_and_embeddings(s: AbstractSolveSettings, requested: Optional[GameConfi
                     "dense" if top is None else top)
         return (game, bucket_embeddings(game, bmap), bmap.method, s.abstraction,
                 list(bmap.num_buckets), None)
-    from tensorcfr.games.numeral211.embedding_net import load_embedding
+    from tensorcfr.games.numeral211.abstraction.embedding_net import load_embedding
     from tensorcfr.games.numeral211.game.isomorphism import isomorphism
 
     emb_file = load_embedding(s.embedding)  # type: ignore[arg-type]
     config = emb_file.config
     if requested is not None:
-        from tensorcfr.games.numeral211.abstractions import same_deck
+        from tensorcfr.games.numeral211.abstraction.abstractions import same_deck
 
         if not same_deck(config, requested):
             from tensorcfr.abstraction.bucket_map import BucketMapMismatchError

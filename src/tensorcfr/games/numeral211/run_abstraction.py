@@ -4,7 +4,7 @@ with an :class:`AbstractionSettings` (what ``tensorcfr numeral211 abstract`` run
 The run clusters the suit-isomorphic classes of the flop and the turn into buckets (EHS,
 PaEmd or KrwEmd; the preflop stays lossless) and writes the bucket map (NPZ, atomically);
 with a soft temperature it also writes the soft-clustering control's Phi as an embedding
-file (:func:`~tensorcfr.games.numeral211.soft_clustering.soft_clustering_file`)
+file (:func:`~tensorcfr.games.numeral211.abstraction.soft_clustering.soft_clustering_file`)
 for ``numeral211 solve --abstraction``.  Nothing here prints or parses command lines:
 progress is a text callback, errors are one-line
 :class:`~tensorcfr.errors.TensorCFRError` subclasses naming the CLI options.
@@ -54,7 +54,7 @@ class AbstractionSettings:
     soft_out: Optional[str] = None
 
     def __post_init__(self) -> None:
-        from tensorcfr.games.numeral211.abstractions import METHODS, parse_weights
+        from tensorcfr.games.numeral211.abstraction.abstractions import METHODS, parse_weights
         from tensorcfr.utils.checks import MAX_SEED, check_int_range
 
         if self.threads < 1:
@@ -121,7 +121,7 @@ def build_abstraction_file(settings: AbstractionSettings,
     ``progress(text)`` hears the build's stages."""
     import torch
 
-    from tensorcfr.games.numeral211.abstractions import build_abstraction, parse_weights
+    from tensorcfr.games.numeral211.abstraction.abstractions import build_abstraction, parse_weights
     from tensorcfr.utils.io import check_distinct_outputs, check_output_file
 
     s = settings
@@ -138,8 +138,8 @@ def build_abstraction_file(settings: AbstractionSettings,
                              progress=progress)
     bmap.save(target)
     if s.soft_temperature is not None:
-        from tensorcfr.games.numeral211.embedding_net import save_embedding
-        from tensorcfr.games.numeral211.soft_clustering import soft_clustering_file
+        from tensorcfr.games.numeral211.abstraction.embedding_net import save_embedding
+        from tensorcfr.games.numeral211.abstraction.soft_clustering import soft_clustering_file
 
         if progress is not None:
             progress(f"soft clustering at temperature {s.soft_temperature:g}")

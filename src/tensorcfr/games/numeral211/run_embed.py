@@ -71,7 +71,7 @@ class EmbedSettings:
     teacher_temperature: float = 0.5
 
     def __post_init__(self) -> None:
-        from tensorcfr.games.numeral211.embedding_net import NETS, OBJECTIVES, TARGETS
+        from tensorcfr.games.numeral211.abstraction.embedding_net import NETS, OBJECTIVES, TARGETS
         from tensorcfr.utils.checks import MAX_SEED, check_int_range
 
         if self.threads < 1:
@@ -112,7 +112,7 @@ class EmbedSettings:
 
     def budget(self) -> Any:
         """The :class:`~.embedding_net.TrainingBudget` of these settings."""
-        from tensorcfr.games.numeral211.embedding_net import TrainingBudget
+        from tensorcfr.games.numeral211.abstraction.embedding_net import TrainingBudget
 
         return TrainingBudget(max_epochs=self.epochs, batch=self.batch, lr=self.lr,
                               holdout=self.holdout, patience=self.patience)
@@ -168,7 +168,7 @@ def train_embedding_file(settings: EmbedSettings,
     import torch
 
     from tensorcfr.abstraction.bucket_map import load_bucket_map
-    from tensorcfr.games.numeral211.embedding_net import save_embedding, train_embedding
+    from tensorcfr.games.numeral211.abstraction.embedding_net import save_embedding, train_embedding
     from tensorcfr.utils.checks import check_finite_result
     from tensorcfr.utils.device import resolve_device
     from tensorcfr.utils.io import check_output_file

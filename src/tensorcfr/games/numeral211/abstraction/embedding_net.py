@@ -78,11 +78,11 @@ import numpy as np
 import torch
 
 from tensorcfr.errors import CorruptFileError, TensorCFRError
-from tensorcfr.games.numeral211.abstractions import (class_representatives, class_sizes,
+from tensorcfr.games.numeral211.abstraction.abstractions import (class_representatives, class_sizes,
                                                       round_wtl)
 from tensorcfr.games.numeral211.game.config import GameConfig, hand_cards
 from tensorcfr.games.numeral211.game.isomorphism import isomorphism
-from tensorcfr.games.numeral211.phi_teacher import (Teacher, build_teacher,
+from tensorcfr.games.numeral211.abstraction.phi_teacher import (Teacher, build_teacher,
                                                     partition_distortion, teacher_assignment)
 from tensorcfr.utils.io import atomic_path
 
@@ -208,7 +208,7 @@ def class_targets(config: GameConfig, r: int, target: str = "wtl",
         return teacher.features[r].astype(np.float32)
     b, h = class_representatives(config, r)
     if target == "hist":
-        from tensorcfr.games.numeral211.abstractions import _roll_back, round_equity
+        from tensorcfr.games.numeral211.abstraction.abstractions import _roll_back, round_equity
 
         last = config.num_rounds - 1
         turn_eq = round_equity(config, last, per_class=False)

@@ -26,8 +26,9 @@ import numpy as np
 from tensorcfr.abstraction.bucket_map import BucketMap
 from tensorcfr.abstraction.clustering import soft_assignment
 from tensorcfr.errors import TensorCFRError
-from tensorcfr.games.numeral211.abstractions import (build_abstraction, check_bucket_map,
-                                                      class_sizes, cluster_features)
+from tensorcfr.games.numeral211.abstraction.abstractions import (build_abstraction,
+                                                                 check_bucket_map, class_sizes,
+                                                                 cluster_features)
 from tensorcfr.games.numeral211.game.config import GameConfig
 
 __all__ = ["Teacher", "build_teacher", "teacher_assignment", "partition_distortion",

@@ -29,7 +29,7 @@ from tensorcfr.abstraction.abstract_cfr import Embedding
 from tensorcfr.abstraction.bucket_map import BucketMap
 from tensorcfr.abstraction.clustering import soft_assignment
 from tensorcfr.errors import TensorCFRError
-from tensorcfr.games.numeral211.abstractions import class_sizes, cluster_features
+from tensorcfr.games.numeral211.abstraction.abstractions import class_sizes, cluster_features
 from tensorcfr.games.numeral211.game.config import GameConfig
 
 __all__ = ["SoftClustering", "soft_clustering", "soft_clustering_embeddings",
@@ -95,13 +95,13 @@ def soft_clustering_embeddings(config: GameConfig, bmap: BucketMap, temperature:
 
 def soft_clustering_file(config: GameConfig, bmap: BucketMap, temperature: float) -> Any:
     """The soft clustering's Phi as an embedding file
-    (:class:`~tensorcfr.games.numeral211.embedding_net.EmbeddingFile`, saved by
-    :func:`~tensorcfr.games.numeral211.embedding_net.save_embedding` and run by
+    (:class:`~tensorcfr.games.numeral211.abstraction.embedding_net.EmbeddingFile`, saved by
+    :func:`~tensorcfr.games.numeral211.abstraction.embedding_net.save_embedding` and run by
     ``numeral211 solve --embedding``); its meta names the source map's method and
     parameters, the temperature and the diagnostics of :class:`SoftClustering`."""
     import time
 
-    from tensorcfr.games.numeral211.embedding_net import EMBEDDING_FORMAT, EmbeddingFile
+    from tensorcfr.games.numeral211.abstraction.embedding_net import EMBEDDING_FORMAT, EmbeddingFile
     from tensorcfr.games.numeral211.game.isomorphism import isomorphism
 
     start = time.perf_counter()
