@@ -1,4 +1,4 @@
-"""Benchmark of the Numeral211 full-game solver (``tensorcfr.games.numeral211.solver``).
+"""Benchmark of the Numeral211 full-game solver (``tensorcfr.games.numeral211.solving.solver``).
 
 Written to one markdown report (default ``docs/benchmarks/numeral211.md``) plus a JSON file
 beside it:
@@ -68,7 +68,7 @@ def bench_full(iterations: int, dtype_name: str, device: str, ranks: str,
 
         Numeral211ClassGame.dense = False
 
-    from tensorcfr.games.numeral211 import solver as n211
+    from tensorcfr.games.numeral211.solving import solver as n211
     from tensorcfr.games.numeral211.game.config import GameConfig
     from tensorcfr.utils.resources import peak_rss_mb
 
@@ -115,8 +115,8 @@ def bench_abstract(iterations: int, dtype_name: str, device: str, ranks: str
     """Worker: bucketed CFR at the paper's budget over exact full sweeps (this tree)."""
     import torch
 
-    from tensorcfr.games.numeral211 import solver as n211
-    from tensorcfr.games.numeral211.abstract_solve import abstract_solver, bucket_embeddings
+    from tensorcfr.games.numeral211.solving import solver as n211
+    from tensorcfr.games.numeral211.solving.abstract_solve import abstract_solver, bucket_embeddings
     from tensorcfr.games.numeral211.abstraction.abstractions import build_abstraction
     from tensorcfr.games.numeral211.game.config import GameConfig
     from tensorcfr.utils.resources import peak_rss_mb
@@ -177,7 +177,7 @@ def bench_tiny(iterations: int) -> dict[str, Any]:
     from tensorcfr.core.best_response import exploitability as generic_expl
     from tensorcfr.core.cfr import TensorCFRSolver
     from tensorcfr.games.numeral211.game import openspiel_game as og
-    from tensorcfr.games.numeral211 import solver as n211
+    from tensorcfr.games.numeral211.solving import solver as n211
     from tensorcfr.games.openspiel.flatten import flatten_game
 
     config = og.config_of({"ranks": "TA", "suits": 3, "max_bets": 1})

@@ -43,8 +43,8 @@ import torch
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
 
 from tensorcfr.abstraction.abstract_cfr import Embedding  # noqa: E402
-from tensorcfr.games.numeral211 import solver as n211  # noqa: E402
-from tensorcfr.games.numeral211.abstract_solve import (abstract_solver,  # noqa: E402
+from tensorcfr.games.numeral211.solving import solver as n211  # noqa: E402
+from tensorcfr.games.numeral211.solving.abstract_solve import (abstract_solver,  # noqa: E402
                                                        bucket_embeddings, run_abstract)
 from tensorcfr.games.numeral211.abstraction.abstractions import build_abstraction  # noqa: E402
 from tensorcfr.games.numeral211.game.config import GameConfig  # noqa: E402
@@ -237,7 +237,7 @@ def main() -> None:
         if run is not None:
             runs[label] = run
     if args.floor_iterations > 0:
-        from tensorcfr.games.numeral211.floor import cfr_br_floor
+        from tensorcfr.games.numeral211.solving.floor import cfr_br_floor
 
         for baseline, setting, kw in wanted:
             label = f"{baseline}: {setting}"
@@ -260,7 +260,7 @@ def main() -> None:
         if args.only in label:  # calibration: the true floor is 0, the value is CFR-BR's error
             floor = floor_cache.get(label + " floor")
             if floor is None and not args.cached_only:
-                from tensorcfr.games.numeral211.abstract_solve import lossless_embeddings
+                from tensorcfr.games.numeral211.solving.abstract_solve import lossless_embeddings
 
                 start = time.perf_counter()
                 floor = cfr_br_floor(game, lossless_embeddings(game), args.floor_iterations,

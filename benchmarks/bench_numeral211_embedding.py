@@ -42,8 +42,8 @@ import torch
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
 
 from tensorcfr.abstraction.abstract_cfr import Embedding  # noqa: E402
-from tensorcfr.games.numeral211 import solver as n211  # noqa: E402
-from tensorcfr.games.numeral211.abstract_solve import (abstract_solver,  # noqa: E402
+from tensorcfr.games.numeral211.solving import solver as n211  # noqa: E402
+from tensorcfr.games.numeral211.solving.abstract_solve import (abstract_solver,  # noqa: E402
                                                        bucket_embeddings, run_abstract)
 from tensorcfr.games.numeral211.abstraction.abstractions import build_abstraction  # noqa: E402
 from tensorcfr.games.numeral211.game.config import GameConfig  # noqa: E402

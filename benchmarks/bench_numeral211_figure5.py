@@ -23,7 +23,7 @@ evaluated at iterations 1, 2, 4, ..., ``--iterations`` and reported both as
 Budgets: the paper's 100 / 225 / 396 (preflop lossless, flop, turn) on the 40-card deck; on a
 smaller deck the flop and turn budgets keep the paper's fractions of the round's classes
 (225 / 2,260 and 396 / 62,020), at least 2.  Phi (soft clustering, Embedding CFR) is dense
-where it fits (:func:`~tensorcfr.games.numeral211.abstract_solve.choose_phi_top`); bucket
+where it fits (:func:`~tensorcfr.games.numeral211.solving.abstract_solve.choose_phi_top`); bucket
 maps use reach-weighted averaging (CFR's average on the abstract game) and Phi the paper's
 uniform averaging, unless ``--averaging`` says otherwise.  Phi's regrets follow
 ``--regret-baseline`` (``advisor``, the paper's Eq. 9, by default; ``infoset``, the rule
@@ -65,7 +65,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
 
-from tensorcfr.games.numeral211 import solver as n211  # noqa: E402
+from tensorcfr.games.numeral211.solving import solver as n211  # noqa: E402
 from tensorcfr.games.numeral211.game.config import GameConfig  # noqa: E402
 from tensorcfr.utils.io import file_slug as slug  # noqa: E402
 from tensorcfr.utils.io import write_json_atomic, write_text_atomic  # noqa: E402
@@ -187,7 +187,7 @@ class Builder:
 def build_run(game: Any, builder: Builder, spec: dict[str, Any], averaging: str | None
               ) -> tuple[list, dict[str, Any], str]:
     """(embeddings, diagnostics, averaging) of one run."""
-    from tensorcfr.games.numeral211.abstract_solve import bucket_embeddings, phi_embeddings
+    from tensorcfr.games.numeral211.solving.abstract_solve import bucket_embeddings, phi_embeddings
 
     info: dict[str, Any] = {}
     start = time.perf_counter()
@@ -267,7 +267,7 @@ def target_variance(config: GameConfig, target: str) -> dict[str, float]:
 def evaluate(solver: Any, config: GameConfig) -> dict[str, float]:
     """Exact full-game exploitability of the average strategy: chips, mb/g, b0, b1 and
     b0 + b1 in milli-blinds (thousandths of the ante)."""
-    from tensorcfr.games.numeral211.abstract_solve import ClassStorageAbstractCFR
+    from tensorcfr.games.numeral211.solving.abstract_solve import ClassStorageAbstractCFR
 
     if isinstance(solver, ClassStorageAbstractCFR):
         ex = n211.class_exploitability(solver.game, solver.pass_policy(
@@ -283,10 +283,10 @@ def run_one(game: Any, builder: Builder, spec: dict[str, Any], algo: str,
             args: argparse.Namespace, stop: dt.datetime | None) -> dict[str, Any] | None:
     """Run (or resume, or read back) one curve; returns its result, None when stopped
     before the first evaluation."""
-    from tensorcfr.games.numeral211.abstract_checkpoint import (
+    from tensorcfr.games.numeral211.solving.abstract_checkpoint import (
         embedding_fingerprint, load_abstract_checkpoint, read_abstract_checkpoint_meta,
         save_abstract_checkpoint)
-    from tensorcfr.games.numeral211.abstract_solve import abstract_solver
+    from tensorcfr.games.numeral211.solving.abstract_solve import abstract_solver
 
     label = f"{spec['family']}: {spec['setting']}"
     folder = Path(args.work) / PANEL_FOLDERS[algo]

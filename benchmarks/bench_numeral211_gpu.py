@@ -100,9 +100,10 @@ def check(work: Path, cpu_curves: Path, device: str = "cuda") -> dict[str, Any]:
     import torch
 
     from tensorcfr.abstraction.bucket_map import load_bucket_map
-    from tensorcfr.games.numeral211 import solver as n211
-    from tensorcfr.games.numeral211.abstract_solve import (abstract_solver, bucket_embeddings,
-                                                           phi_embeddings)
+    from tensorcfr.games.numeral211.solving import solver as n211
+    from tensorcfr.games.numeral211.solving.abstract_solve import (abstract_solver,
+                                                                   bucket_embeddings,
+                                                                   phi_embeddings)
     from tensorcfr.games.numeral211.abstraction.abstractions import build_abstraction
     from tensorcfr.games.numeral211.game.config import GameConfig
     from tensorcfr.games.numeral211.abstraction.embedding_net import train_embedding

@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from tensorcfr.games.numeral211.game import openspiel_game as og
-from tensorcfr.games.numeral211 import solver as n211
+from tensorcfr.games.numeral211.solving import solver as n211
 from tensorcfr.utils.machine import run_conditions
 
 TINY = {"ranks": "TA", "suits": 3, "max_bets": 1}

@@ -32,7 +32,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from bench_numeral211_figure5 import (Builder, evaluate, fail, load_text,  # noqa: E402
                                       scaled_budget, slug)
 
-from tensorcfr.games.numeral211 import solver as n211  # noqa: E402
+from tensorcfr.games.numeral211.solving import solver as n211  # noqa: E402
 from tensorcfr.games.numeral211.game.config import GameConfig  # noqa: E402
 from tensorcfr.utils.io import write_json_atomic, write_text_atomic  # noqa: E402
 
@@ -51,7 +51,7 @@ def main() -> None:
     ap.add_argument("--out", default="docs/benchmarks/numeral211_phi_top")
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
-    from tensorcfr.games.numeral211.abstract_solve import abstract_solver, phi_embeddings
+    from tensorcfr.games.numeral211.solving.abstract_solve import abstract_solver, phi_embeddings
     from tensorcfr.games.numeral211.game.isomorphism import isomorphism
     from tensorcfr.games.numeral211.abstraction.soft_clustering import soft_clustering
     from tensorcfr.utils.resources import set_threads

@@ -6,7 +6,7 @@ Writes ``--out-prefix`` + ``.json`` (the curve: iteration, exploitability in chi
 mb/g, b0 and b1 in chips and the sum b0 + b1 in milli-blinds as the Embedding CFR paper
 reports it (thousandths of the ante), CPU and wall seconds of solving so far) after every
 evaluation, and the solver checkpoint ``--out-prefix`` + ``.ck.npz`` (atomic,
-:func:`~tensorcfr.games.numeral211.solver.save_checkpoint`; about 1 GiB for the full game:
+:func:`~tensorcfr.games.numeral211.solving.solver.save_checkpoint`; about 1 GiB for the full game:
 keep it out of the repository) after every evaluation and every
 ``--checkpoint-minutes``.  Running it again with the same prefix resumes from the checkpoint
 (bitwise the same iterates) and keeps the curve.  ``--stop-at HH:MM`` (UTC) ends the run
@@ -122,7 +122,7 @@ def main() -> None:
             plot_curves(paths, prefix.with_name(prefix.name + "_both.png"))
         return
 
-    from tensorcfr.games.numeral211 import solver as n211
+    from tensorcfr.games.numeral211.solving import solver as n211
     from tensorcfr.games.numeral211.game.config import GameConfig
     from tensorcfr.utils.io import write_json_atomic
     from tensorcfr.utils.resources import set_threads

@@ -8,8 +8,8 @@ import torch
 
 from tensorcfr.abstraction.abstract_cfr import Embedding
 from tensorcfr.errors import TensorCFRError
-from tensorcfr.games.numeral211 import solver as n211
-from tensorcfr.games.numeral211.abstract_solve import (abstract_solver, bucket_embeddings,
+from tensorcfr.games.numeral211.solving import solver as n211
+from tensorcfr.games.numeral211.solving.abstract_solve import (abstract_solver, bucket_embeddings,
                                                        lossless_embeddings, run_abstract)
 from tensorcfr.games.numeral211.abstraction.abstractions import (build_abstraction,
                                                                  lossless_bucket_map)

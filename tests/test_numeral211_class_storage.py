@@ -16,7 +16,7 @@ import torch
 
 from tensorcfr.core.public_tree import public_exploitability, public_pass
 from tensorcfr.errors import TensorCFRError
-from tensorcfr.games.numeral211 import solver as n211
+from tensorcfr.games.numeral211.solving import solver as n211
 from tensorcfr.games.numeral211.game.config import GameConfig
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -154,7 +154,7 @@ def test_abstract_solver_over_classes_equals_cells(averaging: str) -> None:
     player 0's advisor regrets and the average after one iteration equal the cell solver's
     (float64, 1e-12), and the exploitabilities of the average strategies agree."""
     from tensorcfr.abstraction.abstract_cfr import Embedding
-    from tensorcfr.games.numeral211.abstract_solve import (ClassStorageAbstractCFR,
+    from tensorcfr.games.numeral211.solving.abstract_solve import (ClassStorageAbstractCFR,
                                                            abstract_solver,
                                                            lossless_embeddings)
 

@@ -57,7 +57,7 @@ def test_library_solve_is_the_cli_run(tmp_path, capsys, monkeypatch) -> None:
         assert cli[key] == lib[key], key
     assert lib["storage"] == "classes"
     # the average strategy of the returned solver is the strategy file's
-    from tensorcfr.games.numeral211 import solver as n211
+    from tensorcfr.games.numeral211.solving import solver as n211
 
     _, policy, _ = n211.load_policy(strategy)
     ex = n211.exploitability(result.game, policy).exploitability

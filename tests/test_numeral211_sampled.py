@@ -20,8 +20,8 @@ from tensorcfr.abstraction.abstract_cfr import Embedding
 from tensorcfr.core.public_tree import (BoardSampling, PublicTreeCFR, board_sample_from_choices,
                                         enumerate_boards, public_pass, sample_boards)
 from tensorcfr.errors import TensorCFRError
-from tensorcfr.games.numeral211 import solver as n211
-from tensorcfr.games.numeral211.abstract_solve import abstract_solver, lossless_embeddings
+from tensorcfr.games.numeral211.solving import solver as n211
+from tensorcfr.games.numeral211.solving.abstract_solve import abstract_solver, lossless_embeddings
 from tensorcfr.games.numeral211.game.config import GameConfig
 from tensorcfr.games.numeral211.game.isomorphism import isomorphism
 

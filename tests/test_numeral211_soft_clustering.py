@@ -13,8 +13,8 @@ from tensorcfr.abstraction.clustering import soft_assignment
 from tensorcfr.core.public_tree import public_pass
 from tensorcfr.core.regret import CFRVariant
 from tensorcfr.errors import TensorCFRError
-from tensorcfr.games.numeral211 import solver as n211
-from tensorcfr.games.numeral211.abstract_solve import (abstract_solver, bucket_embeddings,
+from tensorcfr.games.numeral211.solving import solver as n211
+from tensorcfr.games.numeral211.solving.abstract_solve import (abstract_solver, bucket_embeddings,
                                                        choose_phi_top, phi_embeddings)
 from tensorcfr.games.numeral211.abstraction.abstractions import (board_multiplicity,
                                                                  build_abstraction,

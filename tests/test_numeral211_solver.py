@@ -16,7 +16,7 @@ import torch
 from tensorcfr.core.public_tree import PublicTreeCFR
 from tensorcfr.errors import CorruptFileError, MemoryLimitError, TensorCFRError
 from tensorcfr.games.numeral211.game import openspiel_game as og
-from tensorcfr.games.numeral211 import solver as n211
+from tensorcfr.games.numeral211.solving import solver as n211
 from tensorcfr.games.numeral211.game.config import GameConfig
 
 pytestmark = pytest.mark.usefixtures("one_thread")

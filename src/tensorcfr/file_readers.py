@@ -349,7 +349,7 @@ def _embedding(folder: Path) -> Sample:
 
 
 def _numeral211_policy(folder: Path) -> Sample:
-    from tensorcfr.games.numeral211 import solver as n211
+    from tensorcfr.games.numeral211.solving import solver as n211
 
     config = _small_config()
     game = n211.build_game(config)
@@ -361,7 +361,7 @@ def _numeral211_policy(folder: Path) -> Sample:
 
 
 def _numeral211_checkpoint(folder: Path) -> Sample:
-    from tensorcfr.games.numeral211 import solver as n211
+    from tensorcfr.games.numeral211.solving import solver as n211
 
     config = _small_config()
     game = n211.build_game(config)

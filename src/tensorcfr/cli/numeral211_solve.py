@@ -86,7 +86,7 @@ def info_command(
 
     try:
         config = game_config(ranks, suits, ante, bets, max_bets)
-        from tensorcfr.games.numeral211.sizes import game_sizes
+        from tensorcfr.games.numeral211.solving.sizes import game_sizes
 
         info = game_sizes(config)
     except TensorCFRError as exc:
@@ -353,7 +353,7 @@ def exploitability_command(
     threads: Optional[int] = _THREADS, json_out: bool = _JSON,
 ) -> None:
     """Exact best-response values and exploitability of a strategy file in the full game."""
-    from tensorcfr.games.numeral211 import solver as n211
+    from tensorcfr.games.numeral211.solving import solver as n211
     from tensorcfr.utils.device import resolve_device
     from tensorcfr.utils.resources import set_threads
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from tensorcfr.errors import TensorCFRError
-from tensorcfr.games.numeral211 import solver as n211
+from tensorcfr.games.numeral211.solving import solver as n211
 from tensorcfr.games.numeral211.game.config import GameConfig
 from tensorcfr.games.numeral211.run_common import (ROUND_NAMES, ProgressCallback,
                                                    RunProgress, RunResult, check_dtype,
@@ -53,7 +53,7 @@ class AbstractSolveSettings:
     file's, or the checkpoint's when resuming; it must share the file's deck, the betting may
     differ).  ``phi_top``: Embedding CFR keeps the k largest entries of each column of Phi
     (None: dense where it fits in memory, else 8; see
-    :func:`~tensorcfr.games.numeral211.abstract_solve.choose_phi_top`).
+    :func:`~tensorcfr.games.numeral211.solving.abstract_solve.choose_phi_top`).
     ``soft_temperature``: with ``abstraction``, run the soft-clustering control instead of
     the bucket map
     (:mod:`~tensorcfr.games.numeral211.abstraction.soft_clustering`: Phi = a softmax of
@@ -145,7 +145,7 @@ def _requested_game(s: AbstractSolveSettings) -> Optional[GameConfig]:
     (the file's)."""
     if s.game is not None or s.resume is None:
         return s.game
-    from tensorcfr.games.numeral211.abstract_checkpoint import read_abstract_checkpoint_meta
+    from tensorcfr.games.numeral211.solving.abstract_checkpoint import read_abstract_checkpoint_meta
     from tensorcfr.games.numeral211.game.config import GameConfigError
 
     meta = read_abstract_checkpoint_meta(s.resume)
@@ -181,7 +181,7 @@ def _game_and_embeddings(s: AbstractSolveSettings, requested: Optional[GameConfi
     clustering or Phi file the settings name."""
     import numpy as np
 
-    from tensorcfr.games.numeral211.abstract_solve import bucket_embeddings, phi_embeddings
+    from tensorcfr.games.numeral211.solving.abstract_solve import bucket_embeddings, phi_embeddings
 
     if s.abstraction is not None:
         bmap, config = load_abstraction_file(s.abstraction, requested)
@@ -241,7 +241,7 @@ def _check_memory(game: Any, dtype: Any, sampling: Any, max_memory: Optional[str
 
 
 def _storage_of(solver: Any) -> str:
-    from tensorcfr.games.numeral211.abstract_solve import ClassStorageAbstractCFR
+    from tensorcfr.games.numeral211.solving.abstract_solve import ClassStorageAbstractCFR
 
     return "classes" if isinstance(solver, ClassStorageAbstractCFR) else "cells"
 
@@ -254,10 +254,10 @@ def solve_abstract(settings: AbstractSolveSettings,
     (after writing the checkpoint when ``save`` is set)."""
     import torch
 
-    from tensorcfr.games.numeral211.abstract_checkpoint import (embedding_fingerprint,
+    from tensorcfr.games.numeral211.solving.abstract_checkpoint import (embedding_fingerprint,
                                                                 load_abstract_checkpoint,
                                                                 save_abstract_checkpoint)
-    from tensorcfr.games.numeral211.abstract_solve import abstract_solver, run_abstract
+    from tensorcfr.games.numeral211.solving.abstract_solve import abstract_solver, run_abstract
     from tensorcfr.utils.device import resolve_device
     from tensorcfr.utils.interrupts import deferred_stop, interrupted
     from tensorcfr.utils.resources import set_threads
@@ -348,7 +348,7 @@ def solve_abstract(settings: AbstractSolveSettings,
             checkpoint(points)
 
         if s.cfr_br:
-            from tensorcfr.games.numeral211.floor import cfr_br_floor
+            from tensorcfr.games.numeral211.solving.floor import cfr_br_floor
 
             floor = cfr_br_floor(game, None, s.iterations, eval_every=every, cfr_br=runner,
                                  curve=curve, on_progress=on_progress,

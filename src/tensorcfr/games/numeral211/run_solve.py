@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from tensorcfr.errors import TensorCFRError
-from tensorcfr.games.numeral211 import solver as n211
+from tensorcfr.games.numeral211.solving import solver as n211
 from tensorcfr.games.numeral211.game.config import GameConfig, GameConfigError
 from tensorcfr.games.numeral211.run_common import (ProgressCallback, RunProgress, RunResult,
                                                    check_dtype,

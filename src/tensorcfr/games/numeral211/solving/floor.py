@@ -12,9 +12,9 @@ from typing import Any, Callable, Sequence
 
 from tensorcfr.abstraction.abstract_cfr import AbstractCFR, Embedding
 from tensorcfr.errors import TensorCFRError
-from tensorcfr.games.numeral211.abstract_solve import abstract_solver
+from tensorcfr.games.numeral211.solving.abstract_solve import abstract_solver
 from tensorcfr.games.numeral211.game.public_game import Numeral211PublicGame
-from tensorcfr.games.numeral211.solver import to_mbg
+from tensorcfr.games.numeral211.solving.solver import to_mbg
 
 __all__ = ["cfr_br_floor"]
 

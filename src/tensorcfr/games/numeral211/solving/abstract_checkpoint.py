@@ -24,7 +24,7 @@ import numpy as np
 from tensorcfr.abstraction.abstract_cfr import AbstractCFR, Embedding
 from tensorcfr.errors import CorruptFileError
 from tensorcfr.games.numeral211.game.config import GameConfig
-from tensorcfr.games.numeral211.solver import (_array, _meta_json, _read_npz, _write_npz,
+from tensorcfr.games.numeral211.solving.solver import (_array, _meta_json, _read_npz, _write_npz,
                                               restore_tables)
 
 __all__ = ["ABSTRACT_CHECKPOINT_FORMAT", "embedding_fingerprint", "save_abstract_checkpoint",

@@ -21,7 +21,7 @@ def game_sizes(config: GameConfig, with_outcomes: bool = True) -> dict[str, Any]
     import torch
 
     from tensorcfr.games.numeral211.game.outcomes import outcome_classes
-    from tensorcfr.games.numeral211.solver import build_game, estimate_bytes
+    from tensorcfr.games.numeral211.solving.solver import build_game, estimate_bytes
 
     game = build_game(config)
     n = config.num_cards
