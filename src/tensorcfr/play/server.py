@@ -129,16 +129,10 @@ class _HostCheck:
 
 def _run_deal(folder: str) -> list[int] | None:
     """The deal of a DCFR run folder (its manifest), or None if it does not say."""
-    from tensorcfr.errors import TensorCFRError
-    from tensorcfr.utils.confine import file_in_folder
-    from tensorcfr.utils.reading import load_json
+    from tensorcfr.utils.manifest import peek_manifest
 
-    try:
-        path = file_in_folder(folder, "manifest.json", named_by=folder, key="the manifest")
-        manifest = load_json(path, "the run's manifest")
-    except (OSError, ValueError, TensorCFRError):
-        return None
-    deal = manifest.get("deal") if isinstance(manifest, dict) else None
+    manifest = peek_manifest(folder)
+    deal = manifest.get("deal") if manifest is not None else None
     return [int(c) for c in deal] if isinstance(deal, list) and len(deal) == 52 else None
 
 

@@ -227,6 +227,7 @@ def check_run_identity(path: Path, identity: dict[str, Any], *, what: str,
     kind of folder it is; a file of another format, or unreadable, is refused too."""
     from tensorcfr.utils.checks import option_differences
     from tensorcfr.utils.io import write_json_atomic
+    from tensorcfr.utils.manifest import check_format
     from tensorcfr.utils.reading import load_json
 
     if not os.path.lexists(path):
@@ -234,8 +235,8 @@ def check_run_identity(path: Path, identity: dict[str, Any], *, what: str,
         return
     # a folder, FIFO or device is refused unopened, the size is bounded, NaN refused
     saved = load_json(path, "the identity file", 2**20)
-    if not isinstance(saved, dict) or saved.get("format") != identity.get("format"):
-        raise CorruptFileError(f"{path} is not the identity file of a tensorcfr {what}")
+    saved = check_format(saved, identity["format"], path,
+                         f"the identity file of a tensorcfr {what}")
     mine = {k: v for k, v in identity.items() if k not in ignore}
     theirs = {k: v for k, v in saved.items() if k not in ignore}
     if mine != theirs:

@@ -396,11 +396,11 @@ class RoundCheckpointStore:
         self.identity = json.loads(json.dumps(identity))  # normalized JSON types
         meta_path = self.directory / "meta.json"
         if os.path.lexists(meta_path):  # a FIFO or device there is refused, not read
+            from tensorcfr.utils.manifest import MAX_MANIFEST_BYTES, check_format
             from tensorcfr.utils.reading import load_json
 
-            meta = load_json(meta_path, "checkpoint", 4 * 2**20)
-            if not isinstance(meta, dict) or meta.get("format") != self.FORMAT:
-                raise CorruptFileError(f"{meta_path} is not a tensorcfr DCFR checkpoint")
+            meta = check_format(load_json(meta_path, "checkpoint", MAX_MANIFEST_BYTES),
+                                self.FORMAT, meta_path, "a tensorcfr DCFR checkpoint")
             if meta.get("identity") != self.identity:
                 theirs = meta.get("identity") or {}
                 from tensorcfr.utils.checks import option_differences
