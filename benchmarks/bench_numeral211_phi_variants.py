@@ -39,7 +39,7 @@ from tensorcfr.games.numeral211.game.config import GameConfig
 from tensorcfr.games.numeral211.abstraction.embedding_net import (TrainingBudget, save_embedding,
                                                       train_embedding)
 from tensorcfr.games.numeral211.abstraction.phi_teacher import build_teacher
-from tensorcfr.games.numeral211.run_abstract_solve import (AbstractSolveSettings,
+from tensorcfr.games.numeral211.runs.run_abstract_solve import (AbstractSolveSettings,
                                                            solve_abstract)
 from tensorcfr.utils.io import write_text_atomic, file_slug
 from tensorcfr.utils.machine import load_averages, run_conditions

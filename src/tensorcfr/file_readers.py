@@ -316,7 +316,7 @@ def _small_config() -> Any:
 
 def _bucket_map(folder: Path) -> Sample:
     from tensorcfr.games.numeral211.abstraction.abstractions import lossless_bucket_map
-    from tensorcfr.games.numeral211.run_abstract_solve import load_abstraction_file
+    from tensorcfr.games.numeral211.runs.run_abstract_solve import load_abstraction_file
 
     config = _small_config()
     path = folder / "buckets.npz"

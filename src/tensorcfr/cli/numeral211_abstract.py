@@ -3,10 +3,10 @@ train HandEbdNet and save Embedding CFR's Phi (NPZ files for ``numeral211 solve
 --abstraction`` / ``--embedding``).
 
 The commands only parse options into the library's settings
-(:class:`~tensorcfr.games.numeral211.run_abstraction.AbstractionSettings`,
-:class:`~tensorcfr.games.numeral211.run_embed.EmbedSettings`), show a spinner and print;
-the runs are :func:`~tensorcfr.games.numeral211.run_abstraction.build_abstraction_file` and
-:func:`~tensorcfr.games.numeral211.run_embed.train_embedding_file`.  Registered on the
+(:class:`~tensorcfr.games.numeral211.runs.run_abstraction.AbstractionSettings`,
+:class:`~tensorcfr.games.numeral211.runs.run_embed.EmbedSettings`), show a spinner and print;
+the runs are :func:`~tensorcfr.games.numeral211.runs.run_abstraction.build_abstraction_file` and
+:func:`~tensorcfr.games.numeral211.runs.run_embed.train_embedding_file`.  Registered on the
 ``numeral211`` sub-app by :func:`register`.
 """
 
@@ -18,7 +18,7 @@ from typing import Any, Optional
 import typer
 
 from tensorcfr.cli.common import MAX_SEED, MAX_THREADS, err_console, path_check, print_json
-from tensorcfr.games.numeral211.run_common import ROUND_NAMES
+from tensorcfr.games.numeral211.runs.run_common import ROUND_NAMES
 
 
 def register(app: typer.Typer) -> None:
@@ -87,7 +87,7 @@ def abstract_command(
 ) -> None:
     """Build an abstraction: suit-isomorphic classes of each round -> buckets (preflop
     lossless), saved as an NPZ bucket map for `numeral211 solve --abstraction`."""
-    from tensorcfr.games.numeral211.run_abstraction import (AbstractionSettings,
+    from tensorcfr.games.numeral211.runs.run_abstraction import (AbstractionSettings,
                                                             build_abstraction_file)
 
     settings = AbstractionSettings(method=method, out=out, flop=flop, turn=turn, seed=seed,
@@ -184,7 +184,7 @@ def embed_command(
 ) -> None:
     """Train HandEbdNet on every flop and turn class and save Phi (the Embedding CFR
     embedding) for `numeral211 solve --embedding`."""
-    from tensorcfr.games.numeral211.run_embed import EmbedSettings, train_embedding_file
+    from tensorcfr.games.numeral211.runs.run_embed import EmbedSettings, train_embedding_file
 
     settings = EmbedSettings(out=out, flop=flop, turn=turn, net=net, target=target,
                              hidden=hidden, epochs=epochs, batch=batch, lr=lr,

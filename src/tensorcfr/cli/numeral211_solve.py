@@ -255,9 +255,9 @@ def solve_command(
     """Solve the whole unabstracted game with tensor CFR over the public tree (or, with
     --abstraction / --embedding, an abstraction or Embedding CFR); prints the exact
     exploitability (chips and mb/g per game) of the average strategy."""
-    from tensorcfr.games.numeral211.run_abstract_solve import (AbstractSolveSettings,
+    from tensorcfr.games.numeral211.runs.run_abstract_solve import (AbstractSolveSettings,
                                                                solve_abstract)
-    from tensorcfr.games.numeral211.run_solve import SolveSettings, solve
+    from tensorcfr.games.numeral211.runs.run_solve import SolveSettings, solve
 
     named = any(v is not None for v in (ranks, suits, ante, bets, max_bets))
     common = dict(algo=algo, iterations=iterations, eval_every=eval_every, save=save,

@@ -26,7 +26,7 @@ from typing import Any, Optional
 from tensorcfr.errors import TensorCFRError
 from tensorcfr.games.numeral211.solving import solver as n211
 from tensorcfr.games.numeral211.game.config import GameConfig
-from tensorcfr.games.numeral211.run_common import (ROUND_NAMES, ProgressCallback,
+from tensorcfr.games.numeral211.runs.run_common import (ROUND_NAMES, ProgressCallback,
                                                    RunProgress, RunResult, check_dtype,
                                                    check_output_files,
                                                    check_positive_minutes, check_storage,
@@ -391,7 +391,7 @@ def _finish_cfr(s: AbstractSolveSettings, game: Any, solver: Any, curve: list[di
                                     "regret_baseline": s.regret_baseline,
                                     "method": method, "source": source, "curve": curve})
     if s.plot is not None:
-        from tensorcfr.games.numeral211.plots import plot_exploitability_curve
+        from tensorcfr.games.numeral211.runs.plots import plot_exploitability_curve
 
         plot_exploitability_curve(curve, s.plot, f"{config.describe()} {method} {s.algo}")
     return {"solver": "cfr", "averaging": s.averaging, "regret_baseline": s.regret_baseline,
@@ -418,7 +418,7 @@ def _finish_floor(s: AbstractSolveSettings, game: Any, solver: Any, runner: Any,
                                     "solver": "cfr-br", "method": method, "source": source,
                                     "curve": curve})
     if s.plot is not None:
-        from tensorcfr.games.numeral211.plots import plot_floor_curve
+        from tensorcfr.games.numeral211.runs.plots import plot_floor_curve
 
         plot_floor_curve(curve, s.plot, f"{config.describe()} {method} CFR-BR {s.algo}")
     return {"solver": "cfr-br", "averaging": "reach", "regret_baseline": s.regret_baseline,

@@ -17,7 +17,7 @@ from typing import Any, Callable, Optional
 
 from tensorcfr.errors import TensorCFRError
 from tensorcfr.games.numeral211.game.config import GameConfig
-from tensorcfr.games.numeral211.run_common import ROUND_NAMES
+from tensorcfr.games.numeral211.runs.run_common import ROUND_NAMES
 
 __all__ = ["EmbedSettings", "EmbedResult", "train_embedding_file"]
 

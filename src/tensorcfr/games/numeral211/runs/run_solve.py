@@ -30,7 +30,7 @@ from typing import Any, Optional
 from tensorcfr.errors import TensorCFRError
 from tensorcfr.games.numeral211.solving import solver as n211
 from tensorcfr.games.numeral211.game.config import GameConfig, GameConfigError
-from tensorcfr.games.numeral211.run_common import (ProgressCallback, RunProgress, RunResult,
+from tensorcfr.games.numeral211.runs.run_common import (ProgressCallback, RunProgress, RunResult,
                                                    check_dtype,
                                                    check_output_files,
                                                    check_positive_minutes, check_storage,
@@ -187,7 +187,7 @@ def solve(settings: SolveSettings, progress: Optional[ProgressCallback] = None
         write_json_atomic(s.curve, {"game": config.to_dict(), "algo": s.algo,
                                     "curve": run.curve})
     if s.plot is not None and run.curve:
-        from tensorcfr.games.numeral211.plots import plot_exploitability_curve
+        from tensorcfr.games.numeral211.runs.plots import plot_exploitability_curve
 
         plot_exploitability_curve(run.curve, s.plot, f"{config.describe()} {s.algo}")
     ran = solver.iteration - start_iteration
