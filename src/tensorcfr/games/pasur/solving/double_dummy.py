@@ -1,0 +1,250 @@
+"""Double-dummy search of Pasur: exact values of a full-information position in milliseconds.
+
+"Double dummy" is bridge's word for a deal with every hand known. Here a position is a full
+:class:`rules.GameState` (a determinization: both hands *and* the cards still to be dealt
+are fixed), and the search returns the same numbers as the exact solver (:mod:`.exact`):
+
+* :func:`dd_value`: the final Alex-minus-Bob points under optimal play by both (points
+  already scored included), :attr:`ExactSolution.value <.exact.ExactSolution.value>`.
+* :func:`dd_action_values`: every legal play with that value if it is played,
+  :meth:`ExactSolution.action_values <.exact.ExactSolution.action_values>` (same order:
+  :func:`rules.legal_actions`).
+* :func:`dd_action_values_many`: the same for many positions, a drop-in for
+  :func:`.exact.action_values_many` (PIMC's determinizations).
+
+Where the exact solver expands every merged state of the rest of the game level by level
+(a quarter of a million states from the first play, 0.13-0.2 s), this search visits few of
+them: alpha-beta with zero-window (MTD(f)) searches, a transposition table over the same
+merged state, move ordering (the table's best play, then captures by points) and cuts from
+the points still available (:mod:`.double_dummy_kernel`, compiled by numba; the first call
+in a fresh environment compiles it, later processes load it from numba's cache:
+:func:`compile_kernels` does it up front and says how long it took).
+
+A position whose pool offers more than :data:`~.double_dummy_kernel.MAX_MOVES` plays (never
+seen in real deals) is handed to the exact solver, so the answers are always exact.
+
+>>> from tensorcfr.games.pasur.engine.rules import initial_state, random_deal
+>>> state = initial_state(random_deal(1))
+>>> dd_value(state) == solve_exact(state).value            # doctest: +SKIP
+True
+
+Nothing here knows about observations or agents: a determinized state is a full state.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Sequence
+
+import numpy as np
+
+from tensorcfr.games.pasur.engine import rules
+from tensorcfr.games.pasur.engine.cards import ACES, JACKS, TEN_OF_DIAMONDS, TWO_OF_CLUBS
+from tensorcfr.games.pasur.solving.exact import DeadlineExceeded
+
+__all__ = [
+    "DEFAULT_TABLE_BITS",
+    "DoubleDummySolver",
+    "compile_kernels",
+    "dd_action_values",
+    "dd_action_values_many",
+    "dd_value",
+]
+
+DEFAULT_TABLE_BITS = 18
+"""log2 of the transposition table's slots (2**18 slots of 16 bytes: 4 MiB, a few times
+the positions a search from the first play visits)."""
+_TOTAL_CARD_POINTS = 13  # 4 Aces, 4 Jacks, 10♦ (3), 2♣ (2)
+_POINT_VALUE = {c: 1 for c in (*ACES, *JACKS)} | {TEN_OF_DIAMONDS: 3, TWO_OF_CLUBS: 2}
+
+ActionValues = list[tuple[rules.Action, int]]
+
+
+def _kernel():  # type: ignore[no-untyped-def]
+    """The compiled kernel module (imported on first use: importing numba costs ~0.3 s)."""
+    from tensorcfr.games.pasur.solving import double_dummy_kernel
+
+    return double_dummy_kernel
+
+
+def _mask_cards(mask: int) -> tuple[int, ...]:
+    cards = []
+    while mask:
+        low = mask & -mask
+        cards.append(low.bit_length() - 1)
+        mask ^= low
+    return tuple(cards)
+
+
+class DoubleDummySolver:
+    """The search with its own transposition table and move buffers (reused across calls;
+    one solver per thread: it is not thread-safe).
+
+    Args:
+        table_bits: log2 of the table's slots (16..28); a larger table keeps more of a long
+            search, a smaller one is cheaper to hold.
+    """
+
+    def __init__(self, table_bits: int = DEFAULT_TABLE_BITS) -> None:
+        if not 16 <= int(table_bits) <= 28:
+            raise ValueError(f"table_bits must be in 16..28, got {table_bits}")
+        self.table_bits = int(table_bits)
+        size = 1 << self.table_bits
+        self._table = np.zeros((size, 2), dtype=np.int64)
+        k = _kernel()
+        self._move_card = np.zeros((rules.NUM_PLAYS + 1, k.MAX_MOVES), dtype=np.int64)
+        self._move_cap = np.zeros((rules.NUM_PLAYS + 1, k.MAX_MOVES), dtype=np.int64)
+        self._move_key = np.zeros((rules.NUM_PLAYS + 1, k.MAX_MOVES), dtype=np.int64)
+        self._out_card = np.zeros(k.MAX_MOVES, dtype=np.int64)
+        self._out_cap = np.zeros(k.MAX_MOVES, dtype=np.int64)
+        self._out_value = np.zeros(k.MAX_MOVES, dtype=np.int64)
+        self._frame = np.zeros((rules.NUM_PLAYS + 1, k.NUM_FRAME_COLUMNS), dtype=np.int64)
+        self._scratch = np.zeros((4, 52), dtype=np.int64)
+        self._stats = np.zeros(2, dtype=np.int64)
+        self._gen = 0
+        self.nodes = 0
+        """Positions the last call searched (its transposition-table hits included)."""
+
+    # ------------------------------------------------------------------ helpers
+
+    def _position(self, state: rules.GameState) -> tuple[np.ndarray, tuple[int, ...]]:
+        """The kernel's hands table [6, 2, 4] and position integers of ``state``."""
+        deal = state.deal
+        hands = np.sort(np.asarray(deal[4:], dtype=np.int64).reshape(rules.NUM_ROUNDS, 2, 4),
+                        axis=-1)
+        r = state.play_index // rules.PLAYS_PER_ROUND
+        rels = []
+        for p in (rules.ALEX, rules.BOB):
+            dealt = hands[r, p].tolist()
+            held = state.hands[p]
+            rel = sum(1 << j for j, c in enumerate(dealt) if c in held)
+            if bin(rel).count("1") != len(held):
+                raise ValueError(f"{rules.PLAYERS[p]}'s hand was not dealt in round {r + 1} "
+                                 "of the state's deal")
+            rels.append(rel)
+        clubs = [sum(1 for c in pile if c % 4 == 0) for pile in state.piles]
+        if max(clubs) >= rules.CLUBS_FOR_BONUS:
+            clubs = [_kernel().CLUBS_DONE] * 2
+        scored = sum(_POINT_VALUE.get(c, 0) for pile in state.piles for c in pile)
+        pool = 0
+        for c in state.pool:
+            pool |= 1 << c
+        last = -1 if state.last_capturer is None else int(state.last_capturer)
+        return hands, (state.play_index, pool, rels[0], rels[1], clubs[0], clubs[1], last,
+                       _TOTAL_CARD_POINTS - scored)
+
+    def _next_generation(self) -> int:
+        self._gen += 1
+        if self._gen >= 1 << _kernel().GEN_BITS:  # wrap: clear once a million searches
+            self._table[:] = 0
+            self._gen = 1
+        self._stats[:] = 0
+        return self._gen
+
+    # ------------------------------------------------------------------ public
+
+    def value(self, deal_or_state: Sequence[int] | rules.GameState) -> int:
+        """Final Alex-minus-Bob points under optimal play from a deal's start or a position
+        (points scored before it included): :attr:`.exact.ExactSolution.value`."""
+        state = (deal_or_state if isinstance(deal_or_state, rules.GameState)
+                 else rules.initial_state(rules.validate_deal(deal_or_state)))
+        if state.is_terminal:
+            return rules.utility(state)
+        hands, pos = self._position(state)
+        gen = self._next_generation()
+        k = _kernel()
+        to_go = int(k.mtdf(*pos, 0, hands, self._table, gen, self.table_bits,
+                           self._move_card, self._move_cap, self._move_key, self._frame,
+                           self._scratch, self._stats))
+        self.nodes = int(self._stats[0])
+        if self._stats[1]:
+            from tensorcfr.games.pasur.solving.exact import solve_exact
+
+            return solve_exact(state).value
+        sign = 1 if state.player == rules.ALEX else -1
+        return rules.utility(state) + sign * to_go
+
+    def action_values(self, state: rules.GameState) -> ActionValues:
+        """Every legal play at ``state`` with its final Alex-minus-Bob value if it is played
+        and both then play optimally, in :func:`rules.legal_actions` order
+        (:meth:`.exact.ExactSolution.action_values`); ``[]`` for a finished game."""
+        if state.is_terminal:
+            return []
+        hands, pos = self._position(state)
+        gen = self._next_generation()
+        k = _kernel()
+        n = int(k.play_values(*pos, hands, self._table, gen, self.table_bits,
+                              self._move_card, self._move_cap, self._move_key, self._frame,
+                              self._scratch, self._stats,
+                              self._out_card, self._out_cap, self._out_value))
+        self.nodes = int(self._stats[0])
+        if n < 0:
+            from tensorcfr.games.pasur.solving.exact import solve_exact
+
+            return solve_exact(state).action_values(state)
+        base = rules.utility(state)
+        sign = 1 if state.player == rules.ALEX else -1
+        by_play = {(int(c), int(m)): base + sign * int(v) for c, m, v in
+                   zip(self._out_card[:n], self._out_cap[:n], self._out_value[:n])}
+        out: ActionValues = []
+        for action in rules.legal_actions(state):
+            mask = 0
+            for c in action.captured:
+                mask |= 1 << c
+            out.append((action, by_play[(action.card, mask)]))
+        if len(out) != n:  # pragma: no cover - a kernel bug
+            raise AssertionError("the double-dummy plays differ from the legal plays")
+        return out
+
+    def action_values_many(self, states: Sequence[rules.GameState], *,
+                           deadline: float | None = None) -> list[ActionValues]:
+        """:meth:`action_values` of each state. With ``deadline`` (a ``time.perf_counter()``
+        time), :class:`.exact.DeadlineExceeded` is raised if it has passed before a state is
+        started (one state takes milliseconds, so no solve is cut in the middle)."""
+        out: list[ActionValues] = []
+        for state in states:
+            if deadline is not None and out and time.perf_counter() > deadline:
+                raise DeadlineExceeded("the solve's deadline passed")
+            out.append(self.action_values(state))
+        return out
+
+
+_local = threading.local()
+
+
+def _default_solver() -> DoubleDummySolver:
+    solver = getattr(_local, "solver", None)
+    if solver is None:
+        solver = _local.solver = DoubleDummySolver()
+    return solver
+
+
+def dd_value(deal_or_state: Sequence[int] | rules.GameState) -> int:
+    """Final Alex-minus-Bob points of optimal play (this thread's shared solver)."""
+    return _default_solver().value(deal_or_state)
+
+
+def dd_action_values(state: rules.GameState) -> ActionValues:
+    """Every legal play's exact value (this thread's shared solver)."""
+    return _default_solver().action_values(state)
+
+
+def dd_action_values_many(states: Sequence[rules.GameState], *,
+                          deadline: float | None = None) -> list[ActionValues]:
+    """Every legal play's exact value for each state (this thread's shared solver): the
+    same answers as :func:`.exact.action_values_many`, in the same order."""
+    return _default_solver().action_values_many(states, deadline=deadline)
+
+
+def compile_kernels() -> float:
+    """Compile (or load from numba's cache) the search kernel and run it once; returns the
+    seconds it took (the first-call cost, reported apart from search times)."""
+    t0 = time.perf_counter()
+    state = rules.initial_state(rules.random_deal(0))
+    while state.play_index < rules.NUM_PLAYS - 4:  # a short search: the time is the compile's
+        state = rules.apply_legal_action(state, rules.legal_actions(state)[0])
+    solver = _default_solver()
+    solver.action_values(state)
+    solver.value(state)
+    return time.perf_counter() - t0
