@@ -67,10 +67,11 @@ def test_equal_from_play_zero_and_on_determinizations(seed: int) -> None:
     assert dd_action_values_many(mid) == action_values_many(mid)
 
 
-def test_deadline_stops_between_states() -> None:
+def test_deadline_is_checked_before_each_state() -> None:
     states = [rules.initial_state(rules.random_deal(s)) for s in (1, 2)]
     with pytest.raises(DeadlineExceeded):
-        dd_action_values_many(states, deadline=0.0)  # passed before the second state
+        dd_action_values_many(states, deadline=0.0)  # passed already
+    assert len(dd_action_values_many(states, deadline=None)) == 2
 
 
 def test_rejects_a_hand_not_dealt_in_the_round() -> None:

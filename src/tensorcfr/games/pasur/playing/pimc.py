@@ -2,8 +2,9 @@
 
 At each of its plays the agent draws K full states consistent with its observation
 (:func:`determinize`: the unseen cards shared out uniformly between the opponent's hand and
-the rounds to come), solves each one exactly from the current play on
-(:func:`solving.exact.solve_exact`: whole-game Alex-minus-Bob values of every legal play),
+the rounds to come), solves each one exactly from the current play on (the double-dummy
+search :func:`solving.double_dummy.dd_action_values_many`: whole-game Alex-minus-Bob values
+of every legal play, the exact solver's numbers in milliseconds),
 and plays the legal play with the best **mean** value from the mover's side over the draws.
 
 * **Ties**: the first best play in :meth:`Observation.legal_actions` order (by card, then
@@ -14,12 +15,15 @@ and plays the legal play with the best **mean** value from the mover's side over
   ``reset(seed)``: the same seed gives the same game.
 * **Budget**: K draws (``determinizations``), and optionally ``seconds_per_move``: no new
   draw is started once the time is spent, or when the slowest solve of the move so far would
-  end past it, and a solve still running when it is spent is abandoned (at least one draw is
-  always solved, unless ``max_reply_seconds``, the play server's hard limit on a reply, passes
-  first: then the play is the ``greedy`` one).
+  end past it (a double-dummy solve takes milliseconds, so a reply ends within one solve of
+  its budget; at least one draw is always solved, unless ``max_reply_seconds``, the play
+  server's hard limit on a reply, has passed before the first: then the play is the
+  ``greedy`` one).
 * **Solving step**: :meth:`PimcAgent._solve_draws` (``states -> [[(action, value)]]``) is
-  the one place that calls the solver: :func:`exact.action_values_many`, which solves the K
-  draws of one position together, many per level-wise pass.
+  the one place that calls the solver: :func:`double_dummy.dd_action_values_many` (the same
+  answers as :func:`exact.action_values_many`, from a search that visits a few thousand
+  states where the exact solver expands them all: 64 draws a move from play 0 in 0.5 s,
+  docs/benchmarks/pasur_double_dummy.md).
 
 Values (:meth:`PimcAgent.estimates`) are final points differences from the mover's side,
 with the number of draws they average. This module sees only observations: the true state
@@ -115,12 +119,12 @@ class PimcAgent:
     def _solve_draws(self, states: Sequence[rules.GameState], deadline: float | None = None
                      ) -> list[ActionValues]:
         """Whole-game Alex-minus-Bob values of every legal play of each state (the one call
-        to the exact solver; legal-actions order inside each list). With ``deadline``
-        (``time.perf_counter()`` seconds), a solve still running then is abandoned:
-        :class:`~tensorcfr.games.pasur.solving.exact.DeadlineExceeded`."""
-        from tensorcfr.games.pasur.solving.exact import action_values_many
+        to the solver, the double-dummy search; legal-actions order inside each list). With
+        ``deadline`` (``time.perf_counter()`` seconds), no state is started once it has
+        passed: :class:`~tensorcfr.games.pasur.solving.exact.DeadlineExceeded`."""
+        from tensorcfr.games.pasur.solving.double_dummy import dd_action_values_many
 
-        return action_values_many(states, deadline=deadline)
+        return dd_action_values_many(states, deadline=deadline)
 
     def _draws(self, obs: Observation, rng: random.Random) -> Iterator[rules.GameState]:
         """The agent's determinizations, one by one (uniform here)."""
@@ -130,11 +134,10 @@ class PimcAgent:
     def _solve_with_budget(self, obs: Observation, first_deadline: float | None = None
                            ) -> tuple[list[rules.GameState], list[ActionValues]]:
         """Draw and solve up to K states within the time budget: the first solve always runs
-        to its end; each later one is abandoned if it is still running when the budget is
-        spent, and none starts when the slowest solve of this move so far would end past
-        it. A reply so keeps to its budget (plus the first solve when that alone is longer)
-        instead of ending up to one whole solve after it. ``first_deadline`` bounds the first
-        solve too (then nothing may be solved: two empty lists)."""
+        to its end; no later one starts once the budget is spent or when the slowest solve
+        of this move so far would end past it. A reply so keeps to its budget (plus the first
+        solve when that alone is longer). ``first_deadline``, passed before the first solve,
+        leaves nothing solved (two empty lists)."""
         rng = self._rng(obs)
         draws = self._draws(obs, rng)
         if self.seconds_per_move is None and first_deadline is None:

@@ -200,11 +200,11 @@ class DoubleDummySolver:
     def action_values_many(self, states: Sequence[rules.GameState], *,
                            deadline: float | None = None) -> list[ActionValues]:
         """:meth:`action_values` of each state. With ``deadline`` (a ``time.perf_counter()``
-        time), :class:`.exact.DeadlineExceeded` is raised if it has passed before a state is
-        started (one state takes milliseconds, so no solve is cut in the middle)."""
+        time), :class:`.exact.DeadlineExceeded` is raised if it has passed when a state is
+        to be started (one state takes milliseconds, so no solve is cut in the middle)."""
         out: list[ActionValues] = []
         for state in states:
-            if deadline is not None and out and time.perf_counter() > deadline:
+            if deadline is not None and time.perf_counter() > deadline:
                 raise DeadlineExceeded("the solve's deadline passed")
             out.append(self.action_values(state))
         return out
