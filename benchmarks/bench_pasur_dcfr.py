@@ -80,27 +80,17 @@ def run_one(seed: int, mode: str, iterations: int, timeout: float) -> dict[str, 
 
 def tree_plan(seed: int, memory: int, max_edges: int) -> tuple[bool, str, dict[str, Any]]:
     """Whether to run tree mode for ``seed``, and why not."""
-    from tensorcfr.cli.pasur_cfr import (
-        _KEPT_BYTES_PER_EDGE,
-        _SOLVER_BYTES_PER_EDGE,
-        _SOLVER_BYTES_PER_NODE,
-    )
     from tensorcfr.games.pasur.engine.rules import random_deal
-    from tensorcfr.games.pasur.solving.tensor_tree import estimate_tree_size
+    from tensorcfr.games.pasur.solving.dcfr_run import tree_memory_estimate
     from tensorcfr.utils.resources import format_bytes
 
-    estimate = estimate_tree_size(random_deal(seed))
-    edges = [sum(levels[1:]) for levels in estimate.nodes]
-    solver = (max(e * _SOLVER_BYTES_PER_EDGE + n * _SOLVER_BYTES_PER_NODE
-                  for e, n in zip(edges, estimate.nodes_per_round))
-              + sum(edges) * _KEPT_BYTES_PER_EDGE)
-    need = estimate.peak_bytes + solver
+    estimate, edges, need = tree_memory_estimate(random_deal(seed))
     info = {"tree_nodes_per_round": estimate.nodes_per_round, "tree_estimate_bytes": need,
-            "tree_edges": int(sum(edges))}
+            "tree_edges": edges}
     if need > memory:
         return False, f"does not fit: estimate {format_bytes(need)}", info
-    if sum(edges) > max_edges:
-        return False, (f"not run: {sum(edges):,} edges over the time budget "
+    if edges > max_edges:
+        return False, (f"not run: {edges:,} edges over the time budget "
                        f"(estimate {format_bytes(need)})"), info
     return True, "", info
 

@@ -44,7 +44,7 @@ seed, mode, round_index, iterations, variant_name = sys.argv[1:6]
 seed, round_index, iterations = int(seed), int(round_index), int(iterations)
 from tensorcfr.core.regret import CFRVariant
 from tensorcfr.games.pasur.engine.rules import random_deal
-from tensorcfr.cli.pasur_cfr import build_graphs
+from tensorcfr.games.pasur.solving.dcfr_run import build_graphs
 from tensorcfr.games.pasur.solving import round_cfr
 graphs = build_graphs(random_deal(seed), mode)
 later = graphs[round_index:]

@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     torch.set_num_threads(args.threads)
-    from tensorcfr.cli.pasur_cfr import run_dcfr_solve
+    from tensorcfr.games.pasur.solving.dcfr_run import DcfrSettings, run_dcfr
     from tensorcfr.games.pasur.batch import read_decks
     from tensorcfr.games.pasur.agents import make_player
     from tensorcfr.games.pasur.learning.policy_model import (
@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         run, model_dir = Path(tmp) / "run", Path(tmp) / "model"
         t0 = time.perf_counter()
-        run_dcfr_solve(deal, iterations=args.iterations, out=run, json_out=True)
+        run_dcfr(DcfrSettings(deal=deal, iterations=args.iterations, out=run))
         results["dcfr_seconds"] = time.perf_counter() - t0
         manifest = train_policy_model([run], model_dir, threads=args.threads)
         results["model"] = {k: manifest[k] for k in ("rows", "rmse", "rounds", "seconds",

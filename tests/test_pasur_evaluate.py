@@ -9,13 +9,13 @@ import pytest
 from typer.testing import CliRunner
 
 from tensorcfr.cli.main import app
-from tensorcfr.cli.pasur_cfr import run_dcfr_solve
 from tensorcfr.errors import MemoryLimitError
 from tensorcfr.games.pasur.engine import rules
 from tensorcfr.games.pasur.learning.evaluate import evaluate_policies
 from tensorcfr.games.pasur.agents import make_player
 from tensorcfr.games.pasur.learning.policy_model import train_policy_model
 from tensorcfr.games.pasur.playing.selfplay import play_games
+from tensorcfr.games.pasur.solving.dcfr_run import DcfrSettings, run_dcfr
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 runner = CliRunner()
@@ -26,7 +26,7 @@ DEAL = rules.random_deal(SEED)
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory):
     base = tmp_path_factory.mktemp("eval")
-    run_dcfr_solve(DEAL, iterations=60, out=base / "run", json_out=True)
+    run_dcfr(DcfrSettings(deal=DEAL, iterations=60, out=base / "run"))
     train_policy_model([base / "run"], base / "model", games=400, rounds=30, early_stopping=10)
     return base / "model"
 

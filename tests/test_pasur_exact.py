@@ -331,20 +331,21 @@ def test_cli_text_and_out_folder(tmp_path: Path) -> None:
 def test_cli_dcfr_is_delegated(monkeypatch: pytest.MonkeyPatch) -> None:
     from typer.testing import CliRunner
 
-    import tensorcfr.cli.pasur_cfr as pasur_cfr
     from tensorcfr.cli.main import app
+    from tensorcfr.games.pasur.solving import dcfr_run
 
-    calls: list[dict] = []
-    monkeypatch.setattr(pasur_cfr, "run_dcfr_solve", lambda **kw: calls.append(kw) or {})
+    calls: list[dcfr_run.DcfrSettings] = []
+    monkeypatch.setattr(dcfr_run, "run_dcfr",
+                        lambda settings, on_progress=None: calls.append(settings) or {})
     result = CliRunner().invoke(app, ["pasur", "solve", "--seed", "3", "--method", "dcfr",
                                       "--iterations", "7", "--mode", "tree", "--json"])
     assert result.exit_code == 0, result.stderr
     assert len(calls) == 1
-    kw = calls[0]
-    assert kw["deal"] == rules.random_deal(3) and kw["iterations"] == 7 and kw["mode"] == "tree"
-    for name in ("variant", "alpha", "beta", "gamma", "out", "convergence", "json_out",
-                 "max_memory", "threads", "device"):
-        assert name in kw
+    settings = calls[0]
+    assert settings.deal == rules.random_deal(3) and settings.iterations == 7
+    assert settings.mode == "tree" and settings.variant == "dcfr" and settings.seed == 3
+    assert settings.out is None and not settings.convergence and settings.device == "cpu"
+    assert settings.threads == 1 and settings.max_memory > 0
 
 
 

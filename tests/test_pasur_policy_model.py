@@ -9,12 +9,12 @@ import pytest
 from typer.testing import CliRunner
 
 from tensorcfr.cli.main import app
-from tensorcfr.cli.pasur_cfr import run_dcfr_solve
 from tensorcfr.errors import CorruptFileError, TensorCFRError
 from tensorcfr.games.pasur.engine import rules
 from tensorcfr.games.pasur.agents import make_player
 from tensorcfr.games.pasur.learning.policy_model import load_policy_model, train_policy_model
 from tensorcfr.games.pasur.playing.selfplay import play_games
+from tensorcfr.games.pasur.solving.dcfr_run import DcfrSettings, run_dcfr
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 runner = CliRunner()
@@ -25,7 +25,7 @@ DEAL = rules.random_deal(SEED)  # exact value -6
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
     out = tmp_path_factory.mktemp("run") / "dcfr"
-    run_dcfr_solve(DEAL, iterations=60, out=out, json_out=True)
+    run_dcfr(DcfrSettings(deal=DEAL, iterations=60, out=out))
     return out
 
 

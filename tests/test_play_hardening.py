@@ -329,7 +329,7 @@ def test_policy_model_manifest_cannot_point_outside(tmp_path, capsys, monkeypatc
 
 
 def test_run_folder_manifest_cannot_point_outside(tmp_path):
-    from tensorcfr.games.pasur.playing.players import RUN_FORMAT, check_run_folder
+    from tensorcfr.games.pasur.solving.dcfr_run import RUN_FORMAT, check_run_folder
 
     folder = tmp_path / "run"
     folder.mkdir()

@@ -257,7 +257,7 @@ def _dcfr_run_folder(folder: Path) -> Path:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from tensorcfr.games.pasur.playing.players import RUN_FORMAT, RUN_MANIFEST, RUN_TABLE
+    from tensorcfr.games.pasur.solving.dcfr_run import RUN_FORMAT, RUN_MANIFEST, RUN_TABLE
     from tensorcfr.games.pasur.solving import strategy_table as st
 
     run = folder / "run"
@@ -279,14 +279,14 @@ def _dcfr_run_folder(folder: Path) -> Path:
 
 
 def _strategy_table(folder: Path) -> Sample:
-    from tensorcfr.games.pasur.playing.players import RUN_TABLE, check_run_folder
+    from tensorcfr.games.pasur.solving.dcfr_run import RUN_TABLE, check_run_folder
 
     run = _dcfr_run_folder(folder)
     return Sample(run / RUN_TABLE, lambda: check_run_folder(run))
 
 
 def _dcfr_run_manifest(folder: Path) -> Sample:
-    from tensorcfr.games.pasur.playing.players import RUN_MANIFEST, check_run_folder
+    from tensorcfr.games.pasur.solving.dcfr_run import RUN_MANIFEST, check_run_folder
 
     run = _dcfr_run_folder(folder)
     return Sample(run / RUN_MANIFEST, lambda: check_run_folder(run))

@@ -53,7 +53,7 @@ def _load_ais(table_dir: Optional[str], model_dir: Optional[str], threads: int) 
     """Load the strategy table and the model the AIs would use (CorruptFileError, one line,
     for a truncated or foreign file)."""
     if table_dir is not None:
-        from tensorcfr.games.pasur.playing.players import check_run_folder
+        from tensorcfr.games.pasur.solving.dcfr_run import check_run_folder
 
         check_run_folder(table_dir)
     if model_dir is not None:
@@ -219,7 +219,7 @@ def play_command(
     hands, quit)."""
     import secrets
 
-    from tensorcfr.cli.pasur_solve import choose_deal
+    from tensorcfr.games.pasur.engine.deal_input import choose_deal
     from tensorcfr.play.session import (
         GameSession,
         SolutionCache,

@@ -253,7 +253,7 @@ def selfplay_command(
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object instead of text."),
 ) -> None:
     """Self-play N games of one deal: score difference, win rates, fair value."""
-    from tensorcfr.cli.pasur_solve import choose_deal
+    from tensorcfr.games.pasur.engine.deal_input import choose_deal
     from tensorcfr.utils.resources import set_threads
 
     try:
@@ -396,7 +396,7 @@ def evaluate_command(
     """Exact exploitability of policy models on a deal and their loss against exact play.
 
     Computed on the deal's full game tree (points per game)."""
-    from tensorcfr.cli.pasur_solve import choose_deal
+    from tensorcfr.games.pasur.engine.deal_input import choose_deal
     from tensorcfr.utils.resources import set_threads
 
     try:

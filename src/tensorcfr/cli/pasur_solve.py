@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import math
+import sys
 from pathlib import Path
 from typing import Any, Optional
 
@@ -11,88 +11,10 @@ import typer
 
 from tensorcfr.cli.common import (MAX_SEED, MAX_THREADS, console, dcfr_option, err_console, fail,
                                   path_check, print_json)
-from tensorcfr.errors import InvalidDealError, TensorCFRError
+from tensorcfr.errors import TensorCFRError
 
 METHODS = ("exact", "dcfr")
 MODES = ("tree", "dag")
-
-
-MAX_DEAL_FILE_BYTES = 1 * 2**20
-"""Largest deal file read (a deal is 52 short codes); bigger files are refused unread."""
-
-
-def read_deal_file(path: str) -> tuple[int, ...]:
-    """A deal from a file: a JSON list of 52 card indices or 52 card codes (``"Ac"``...),
-    or 52 card codes as text.
-
-    Raises :class:`InvalidDealError` (one line) for unreadable or oversized files, game
-    records (which hold a deal but are not one) and bad deals.
-    """
-    from tensorcfr.games.pasur.engine.rules import parse_deal, validate_deal
-    from tensorcfr.utils.reading import read_input_bytes
-
-    try:
-        text = read_input_bytes(path, "deal file", MAX_DEAL_FILE_BYTES).decode("utf-8")
-    except TensorCFRError as exc:
-        raise InvalidDealError(str(exc)) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise InvalidDealError(f"cannot read deal file {path}: {reason}") from None
-    stripped = text.strip()
-    if stripped.startswith("{"):
-        hint = ""
-        try:
-            obj = json.loads(stripped)
-            if isinstance(obj, dict) and "deal" in obj:
-                hint = (" (it looks like a game record: its \"deal\" list is the deal; "
-                        "replay it with `tensorcfr pasur replay`)")
-        except json.JSONDecodeError:
-            pass
-        raise InvalidDealError(
-            f"deal file {path} holds a JSON object{hint}; a deal file holds a JSON list of 52 "
-            "card indices or codes, e.g. [0, 1, ...] or [\"Ac\", \"Ad\", ...], or 52 card "
-            "codes as text, pool first")
-    if stripped.startswith("["):
-        try:
-            cards = json.loads(stripped)
-        except json.JSONDecodeError as exc:
-            raise InvalidDealError(
-                f"deal file {path} is not valid JSON ({exc.msg} at line {exc.lineno})") from None
-        if not isinstance(cards, list):
-            raise InvalidDealError(f"deal file {path} must hold a JSON list of 52 card indices "
-                                   "or codes")
-        try:
-            if cards and all(isinstance(c, str) for c in cards):
-                return parse_deal(" ".join(cards))
-            if any(isinstance(c, str) for c in cards):
-                raise InvalidDealError("mixes card codes and indices; use one or the other")
-            return validate_deal(cards)
-        except InvalidDealError as exc:
-            raise InvalidDealError(f"deal file {path}: {exc}") from None
-    try:
-        return parse_deal(stripped)
-    except InvalidDealError as exc:
-        raise InvalidDealError(f"deal file {path}: {exc}") from None
-
-
-def choose_deal(deal: str | None, deal_file: str | None, seed: int | None) -> tuple[int, ...]:
-    """The deal named by exactly one of ``--deal``, ``--deal-file`` and ``--seed``."""
-    from tensorcfr.games.pasur.engine.rules import parse_deal, random_deal
-
-    given = [name for name, v in (("--deal", deal), ("--deal-file", deal_file), ("--seed", seed))
-             if v is not None]
-    if not given:
-        raise TensorCFRError("no deal given: use one of --deal \"Ac As ...\", --deal-file F "
-                             "or --seed N")
-    if len(given) > 1:
-        raise TensorCFRError(f"give only one of --deal, --deal-file or --seed (got "
-                             f"{' and '.join(given)})")
-    if deal is not None:
-        return parse_deal(deal)
-    if deal_file is not None:
-        return read_deal_file(deal_file)
-    assert seed is not None
-    return random_deal(seed)
 
 
 DCFR_DEFAULTS = {"mode": "dag", "iterations": 1000, "variant": "dcfr"}
@@ -208,6 +130,59 @@ def _run_exact(deal: tuple[int, ...], seed: int | None, json_out: bool, max_memo
                       f"{Path(out) / 'principal_line.json'}", highlight=False)
 
 
+def _run_dcfr(settings: Any, json_out: bool) -> None:
+    """``--method dcfr``: the library run (:func:`dcfr_run.run_dcfr`) under a progress bar
+    per round (on a terminal), then the JSON object or the text summary."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, \
+        TimeElapsedColumn
+
+    from tensorcfr.games.pasur.solving import dcfr_run
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=err_console, transient=True,
+                  disable=not err_console.is_terminal) as bar:
+        tasks: dict[int, Any] = {}
+
+        def on_progress(event: Any) -> None:
+            if event.event == "built":
+                for index in reversed(range(len(event.nodes_per_round))):
+                    tasks[index] = bar.add_task(
+                        f"round {index + 1} ({event.nodes_per_round[index]:,} nodes)",
+                        total=event.iterations)
+            else:
+                bar.update(tasks[event.round_index], completed=event.done)
+
+        result = dcfr_run.run_dcfr(settings, on_progress=on_progress)
+    if json_out:
+        print_json(result)
+    else:
+        _print_dcfr_summary(result)
+
+
+def _print_dcfr_summary(result: dict[str, Any]) -> None:
+    console.print(
+        f"DCFR ({result['variant']}, {result['iterations']} iterations per round, "
+        f"{result['mode']} mode): value {result['value']:+.6f}, exact value "
+        f"{result['exact_value']:+.6f} (gap {result['value_gap']:+.2e})", highlight=False,
+        soft_wrap=True)
+    console.print(
+        f"exploitability {result['exploitability']:.3e} points per game "
+        f"(best response to Alex {result['best_response_to_alex']:+.6f}, "
+        f"to Bob {result['best_response_to_bob']:+.6f})", highlight=False,
+        soft_wrap=True)
+    console.print(
+        f"nodes per round {result['nodes_per_round']}; build {result['build_seconds']:.1f} s, "
+        f"solve {result['solve_seconds']:.1f} s, total {result['seconds']:.1f} s, "
+        f"peak RSS {result['peak_rss_mb']:.0f} MiB, {result['threads']} thread(s)",
+        highlight=False, soft_wrap=True)
+    if result.get("resumed_rounds"):
+        console.print(f"resumed rounds {result['resumed_rounds']} from the checkpoint",
+                      highlight=False, soft_wrap=True)
+    if "out" in result:
+        console.print(f"wrote {result['out']}/ ({result['table_rows']:,} table rows)",
+                      highlight=False, soft_wrap=True)
+
+
 def solve_command(
     deal: Optional[str] = typer.Option(None, "--deal", help="52 card codes, pool first "
                                        "(e.g. \"Ac As 9d Kd 4c ...\")."),
@@ -243,6 +218,7 @@ def solve_command(
                                      "curves (needs --out)."),
 ) -> None:
     """Solve a full-information Pasur deal: its value and an optimal game."""
+    from tensorcfr.games.pasur.engine.deal_input import choose_deal
     from tensorcfr.utils.resources import parse_memory, set_threads
 
     try:
@@ -256,14 +232,18 @@ def solve_command(
         memory_limit = parse_memory(max_memory)
         n_threads = set_threads(threads)
         if method == "dcfr":
-            from tensorcfr.cli.pasur_cfr import run_dcfr_solve
+            from tensorcfr.games.pasur.solving.dcfr_run import DcfrSettings, \
+                stop_after_rounds_from_env
 
-            run_dcfr_solve(deal=the_deal, mode=mode or DCFR_DEFAULTS["mode"],
-                           iterations=iterations or DCFR_DEFAULTS["iterations"],
-                           variant=variant or DCFR_DEFAULTS["variant"],
-                           alpha=alpha, beta=beta, gamma=gamma, out=out, convergence=convergence,
-                           json_out=json_out, max_memory=memory_limit, threads=n_threads,
-                           device=device, seed=seed)
+            settings = DcfrSettings(
+                deal=the_deal, mode=mode or DCFR_DEFAULTS["mode"],
+                iterations=iterations or DCFR_DEFAULTS["iterations"],
+                variant=variant or DCFR_DEFAULTS["variant"], alpha=alpha, beta=beta,
+                gamma=gamma, out=Path(out) if out is not None else None,
+                convergence=convergence, max_memory=memory_limit, threads=n_threads,
+                device=device, seed=seed, command=tuple(sys.argv),
+                stop_after_rounds=stop_after_rounds_from_env())
+            _run_dcfr(settings, json_out)
             return
         _run_exact(the_deal, seed, json_out, memory_limit, n_threads, device, out)
     except TensorCFRError as exc:

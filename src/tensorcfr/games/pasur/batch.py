@@ -188,39 +188,17 @@ def _matchup(row: dict[str, Any], deal: tuple[int, ...], alex: Any, bob: Any, ga
             else float(value)
 
 
-def _dcfr_run(deal: tuple[int, ...], iterations: int, out: Path) -> dict[str, Any]:
-    """Solve ``deal`` by round-by-round DCFR (dag mode) and write a run folder that
-    ``pasur selfplay --table``, ``pasur train`` and ``pasur exploitability`` read."""
-    from tensorcfr.core.regret import CFRVariant
-    from tensorcfr.games.pasur.solving.exact import build_state_graph
-    from tensorcfr.games.pasur.playing.players import RUN_FORMAT, RUN_MANIFEST, RUN_TABLE
-    from tensorcfr.games.pasur.solving.round_cfr import exploitability, minimax_value, solve_dcfr
-    from tensorcfr.games.pasur.solving.strategy_table import write_strategy_table
-    from tensorcfr.utils.io import write_json_atomic
+def _dcfr_run(deal: tuple[int, ...], iterations: int, out: Path, threads: int
+              ) -> dict[str, Any]:
+    """Solve ``deal`` by round-by-round DCFR (dag mode) and write its run folder
+    (:mod:`.solving.dcfr_run`, no per-round checkpoints), which ``pasur selfplay --table``,
+    ``pasur train`` and ``pasur exploitability`` read."""
+    from tensorcfr.games.pasur.solving.dcfr_run import DcfrSettings, run_dcfr
 
-    t0 = time.perf_counter()
-    variant = CFRVariant.parse("dcfr", None, None, None)
-    graphs = build_state_graph(deal)
-    solution = solve_dcfr(graphs, variant, iterations)
-    report = exploitability(graphs, solution.strategies)
-    exact_value = minimax_value(graphs)
-    rows = write_strategy_table(out / RUN_TABLE, graphs, solution.strategies,
-                                metadata={"deal": list(deal), "mode": "dag",
-                                          "variant": variant.to_dict(),
-                                          "iterations": iterations})
-    seconds = time.perf_counter() - t0
-    result = {"deal": list(deal), "method": "dcfr", "mode": "dag", "variant": variant.name,
-              "alpha": variant.alpha, "beta": variant.beta, "gamma": variant.gamma,
-              "iterations": iterations, "value": solution.value, "exact_value": exact_value,
-              "value_gap": solution.value - exact_value,
-              "exploitability": report.exploitability,
-              "best_response_to_alex": report.best_response_to_alex,
-              "best_response_to_bob": report.best_response_to_bob,
-              "nodes_per_round": [int(g.total_nodes) for g in graphs],
-              "table_rows": rows, "seconds": seconds}
-    write_json_atomic(out / RUN_MANIFEST, {"format": RUN_FORMAT, "files": {
-        "strategy_table": RUN_TABLE}, "command": ["tensorcfr pasur batch"], **result})
-    return result
+    return run_dcfr(DcfrSettings(deal=deal, mode="dag", iterations=iterations, out=out,
+                                 checkpoint=False, threads=threads,
+                                 command=("tensorcfr pasur batch",),
+                                 reuse_freed_memory=False))
 
 
 def solve_deck(deck: int, deal: Sequence[int], options: BatchOptions, out_dir: str | None
@@ -265,7 +243,7 @@ def solve_deck(deck: int, deal: Sequence[int], options: BatchOptions, out_dir: s
             if out_dir is None:
                 raise TensorCFRError("the dcfr method needs an output folder")
             run = Path(out_dir) / "runs" / f"deck_{deck:05d}"
-            dcfr = _dcfr_run(deal, options.iterations, run)
+            dcfr = _dcfr_run(deal, options.iterations, run, options.threads)
             row["dcfr_value"] = float(dcfr["value"])
             row["dcfr_exploitability"] = float(dcfr["exploitability"])
             row["dcfr_seconds"] = float(dcfr["seconds"])

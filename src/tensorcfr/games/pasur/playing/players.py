@@ -32,9 +32,7 @@ Two ways to ask a player:
 
 from __future__ import annotations
 
-import json
 import os
-from pathlib import Path
 from typing import Any, Protocol, Sequence, runtime_checkable
 
 import torch
@@ -44,7 +42,7 @@ from tensorcfr.errors import CorruptFileError, TensorCFRError
 from tensorcfr.games.pasur.engine import rules
 from tensorcfr.games.pasur.engine.cards import NUM_CARDS
 from tensorcfr.games.pasur.playing.selfplay import DecisionBatch, decisions_from_states
-from tensorcfr.utils.confine import file_in_folder
+from tensorcfr.games.pasur.solving.dcfr_run import run_table_path
 
 __all__ = [
     "PLAYER_NAMES",
@@ -56,11 +54,6 @@ __all__ = [
 
 PLAYER_NAMES = ("random", "exact", "table")
 """The open-hands players of this module; :mod:`tensorcfr.games.pasur.agents` names every player."""
-
-RUN_MANIFEST = "manifest.json"
-RUN_TABLE = "strategy.parquet"
-RUN_FORMAT = "tensorcfr-pasur-dcfr-run"
-
 
 @runtime_checkable
 class Player(Protocol):
@@ -173,42 +166,6 @@ class ExactPlayer(_BatchPlayer):
         return batch.normalize(optimal.double())
 
 
-def _run_files(path: Path) -> tuple[Path, dict[str, Any]]:
-    """The strategy table of a run directory (or the table file itself) and its manifest."""
-    if path.is_file():
-        return path, {}
-    if not path.is_dir():
-        raise TensorCFRError(f"--table {path} does not exist (give the --out folder of "
-                             "`tensorcfr pasur solve --method dcfr`)")
-    manifest: dict[str, Any] = {}
-    # every file read is confined to the folder (no "../", no link out of it)
-    mpath = file_in_folder(path, RUN_MANIFEST, named_by=path, key="the manifest")
-    if os.path.lexists(mpath):  # a FIFO or device there is refused, not read
-        from tensorcfr.utils.reading import load_json
-
-        manifest = load_json(mpath, "the manifest of a DCFR run", 4 * 2**20)
-        if not isinstance(manifest, dict) or manifest.get("format") != RUN_FORMAT:
-            raise CorruptFileError(f"{mpath} is not the manifest of a DCFR solve")
-    files = manifest.get("files") or {}
-    name = files.get("strategy_table", RUN_TABLE) if isinstance(files, dict) else None
-    table = file_in_folder(path, name, named_by=mpath, key="files.strategy_table")
-    if not os.path.lexists(table):
-        raise CorruptFileError(f"{table} is missing: is {path} the --out folder of a DCFR "
-                               "solve that finished?")
-    return table, manifest
-
-
-def check_run_folder(path: str | os.PathLike[str]) -> Path:
-    """Load and validate the strategy table of a DCFR run folder (or a table file), as a
-    player would, so that a command can refuse a damaged one at start; returns the table's
-    path. Raises :class:`TensorCFRError` / :class:`CorruptFileError` (one line)."""
-    from tensorcfr.games.pasur.solving.strategy_table import load_strategy_table
-
-    table, _ = _run_files(Path(path))
-    load_strategy_table(table)
-    return table
-
-
 class TablePlayer(_BatchPlayer):
     """The average strategy of a Parquet strategy table (dag or tree mode)."""
 
@@ -221,7 +178,7 @@ class TablePlayer(_BatchPlayer):
 
         from tensorcfr.games.pasur.solving.strategy_table import load_strategy_table
 
-        path, _ = _run_files(Path(table))
+        path, _ = run_table_path(table)
         loaded = load_strategy_table(path)
         meta_deal = loaded.metadata.get("deal")
         if meta_deal is not None and tuple(meta_deal) != self.deal:

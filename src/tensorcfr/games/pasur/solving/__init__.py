@@ -2,6 +2,6 @@
 
 The exact minimax solver (:mod:`.exact`), the paper's tensor tree (:mod:`.tensor_tree`,
 :mod:`.graph`, :mod:`.features`), round-by-round DCFR (:mod:`.round_cfr`), strategy tables
-(:mod:`.strategy_table`) and many decks at once on Ray (:mod:`.batch`). Imports only the
+(:mod:`.strategy_table`), one DCFR solve with its run folder (:mod:`.dcfr_run`). Imports only the
 engine stage.
 """
