@@ -20,6 +20,7 @@ import torch
 
 from tensorcfr.games.numeral211.game.config import GameConfig, cards_to_str, hand_cards
 from tensorcfr.games.numeral211.game.engine import State as EngineState
+from tensorcfr.games.numeral211.game.public_game import prefix_histories
 
 __all__ = ["GAME_NAME", "register", "load", "config_of", "policy_to_tabular",
            "infoset_string"]
@@ -187,15 +188,6 @@ def load(config: GameConfig) -> Any:
         "ante": config.ante, "bet_preflop": config.bets[0], "bet_postflop": config.bets[1]})
 
 
-def _prefix_histories(game: Any, r: int) -> list[str]:
-    """History strings of round r's prefixes, in prefix-index order (q = e * P + q')."""
-    hist = [""]
-    for rr in range(r):
-        exits = game.betting[rr].exit_histories
-        hist = [(h + "/" if rr else "") + e for e in exits for h in hist]
-    return hist
-
-
 def policy_to_tabular(game: Any, policy: list[torch.Tensor], os_game: Any,
                       template: Any = None) -> Any:
     """An OpenSpiel ``TabularPolicy`` of ``os_game`` holding the public-tree ``policy`` (per
@@ -217,7 +209,7 @@ def policy_to_tabular(game: Any, policy: list[torch.Tensor], os_game: Any,
     for r, betting in enumerate(game.betting):
         pol = policy[r].detach().cpu().numpy()
         offsets = game.rounds[r].slot_offsets
-        prefixes = _prefix_histories(game, r)
+        prefixes = prefix_histories(game, r)
         for board in itertools.permutations(range(config.num_cards), r):
             b, g = iso.canonical_board(r, board)
             for h, hand in enumerate(hands):

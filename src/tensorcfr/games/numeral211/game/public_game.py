@@ -28,7 +28,7 @@ from tensorcfr.games.numeral211.game.config import GameConfig, hand_cards
 from tensorcfr.games.numeral211.game.evaluator import board_hand_values
 from tensorcfr.games.numeral211.game.isomorphism import isomorphism
 
-__all__ = ["Numeral211PublicGame", "round_templates"]
+__all__ = ["Numeral211PublicGame", "prefix_histories", "round_templates"]
 
 
 def round_templates(config: GameConfig) -> list[tuple[RoundBetting, RoundTemplate]]:
@@ -378,3 +378,13 @@ class Numeral211PublicGame:
         out = out.reshape(e, p, b, h)
         out.mul_(self._valid_at(last, sample)).mul_((self._showdown_stake * self.deal_factor)[:, :, None, None])
         return out
+
+
+def prefix_histories(game: Numeral211PublicGame, r: int) -> list[str]:
+    """Betting histories (rounds joined by ``/``) of round r's prefixes, in prefix-index
+    order (prefix ``q = e * P + q'``: exit ``e`` of round r-1 after prefix ``q'``)."""
+    hist = [""]
+    for rr in range(r):
+        exits = game.betting[rr].exit_histories
+        hist = [(h + "/" if rr else "") + e for e in exits for h in hist]
+    return hist

@@ -78,7 +78,8 @@ from tensorcfr.core.public_tree import (PublicExploitability, PublicTreeCFR,
 from tensorcfr.errors import CorruptFileError, TensorCFRError
 from tensorcfr.games.numeral211.game.class_game import Numeral211ClassGame
 from tensorcfr.games.numeral211.game.config import GameConfig, GameConfigError
-from tensorcfr.games.numeral211.game.public_game import Numeral211PublicGame
+from tensorcfr.games.numeral211.game.public_game import (Numeral211PublicGame,
+                                                        prefix_histories)
 from tensorcfr.utils.checks import check_finite, check_finite_result
 from tensorcfr.utils.interrupts import StopRequest, deferred_stop, interrupted
 
@@ -121,15 +122,6 @@ def build_game(config: GameConfig | None = None, *, dtype: torch.dtype = torch.f
                device: torch.device | str = "cpu") -> Numeral211PublicGame:
     """The public-tree game of ``config`` (default: the paper's game)."""
     return Numeral211PublicGame(config or GameConfig(), dtype=dtype, device=device)
-
-
-def prefix_histories(game: Numeral211PublicGame, r: int) -> list[str]:
-    """Betting histories (rounds joined by ``/``) of round r's prefixes, in index order."""
-    hist = [""]
-    for rr in range(r):
-        exits = game.betting[rr].exit_histories
-        hist = [(h + "/" if rr else "") + e for e in exits for h in hist]
-    return hist
 
 
 def _node_slices(game: Numeral211PublicGame, r: int) -> list[slice]:
