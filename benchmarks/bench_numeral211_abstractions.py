@@ -44,8 +44,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
 
 from tensorcfr.abstraction.abstract_cfr import Embedding  # noqa: E402
 from tensorcfr.games.numeral211.solving import solver as n211  # noqa: E402
-from tensorcfr.games.numeral211.solving.abstract_solve import (abstract_solver,  # noqa: E402
-                                                       bucket_embeddings, run_abstract)
+from tensorcfr.games.numeral211.solving.abstract_solve import (abstract_solver, bucket_embeddings,
+                                                               run_abstract)
 from tensorcfr.games.numeral211.abstraction.abstractions import build_abstraction  # noqa: E402
 from tensorcfr.games.numeral211.game.config import GameConfig  # noqa: E402
 from tensorcfr.games.numeral211.abstraction.embedding_net import train_embedding  # noqa: E402

@@ -37,10 +37,9 @@ import torch
 from tensorcfr.games.numeral211.abstraction.abstractions import build_abstraction
 from tensorcfr.games.numeral211.game.config import GameConfig
 from tensorcfr.games.numeral211.abstraction.embedding_net import (TrainingBudget, save_embedding,
-                                                      train_embedding)
+                                                                  train_embedding)
 from tensorcfr.games.numeral211.abstraction.phi_teacher import build_teacher
-from tensorcfr.games.numeral211.runs.run_abstract_solve import (AbstractSolveSettings,
-                                                           solve_abstract)
+from tensorcfr.games.numeral211.runs.run_abstract_solve import AbstractSolveSettings, solve_abstract
 from tensorcfr.utils.io import write_text_atomic, file_slug
 from tensorcfr.utils.machine import load_averages, run_conditions
 

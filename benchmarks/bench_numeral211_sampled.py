@@ -51,8 +51,7 @@ from tensorcfr.abstraction.abstract_cfr import AbstractCFR, Embedding  # noqa: E
 from tensorcfr.abstraction.bucket_map import load_bucket_map  # noqa: E402
 from tensorcfr.core.public_tree import BoardSampling, PublicTreeCFR  # noqa: E402
 from tensorcfr.games.numeral211.solving import solver as n211  # noqa: E402
-from tensorcfr.games.numeral211.solving.abstract_solve import (abstract_solver,  # noqa: E402
-                                                       bucket_embeddings)
+from tensorcfr.games.numeral211.solving.abstract_solve import abstract_solver, bucket_embeddings
 from tensorcfr.games.numeral211.abstraction.embedding_net import load_embedding  # noqa: E402
 from tensorcfr.games.numeral211.game.isomorphism import isomorphism  # noqa: E402
 from tensorcfr.utils.io import write_json_atomic, write_text_atomic  # noqa: E402

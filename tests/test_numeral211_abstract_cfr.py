@@ -10,7 +10,7 @@ from tensorcfr.abstraction.abstract_cfr import Embedding
 from tensorcfr.errors import TensorCFRError
 from tensorcfr.games.numeral211.solving import solver as n211
 from tensorcfr.games.numeral211.solving.abstract_solve import (abstract_solver, bucket_embeddings,
-                                                       lossless_embeddings, run_abstract)
+                                                               lossless_embeddings, run_abstract)
 from tensorcfr.games.numeral211.abstraction.abstractions import (build_abstraction,
                                                                  lossless_bucket_map)
 from tensorcfr.games.numeral211.game.config import GameConfig

@@ -12,7 +12,7 @@ from tensorcfr.abstraction.cfr_br import CFRBR, best_response_policy
 from tensorcfr.core.public_tree import public_best_response
 from tensorcfr.games.numeral211.solving import solver as n211
 from tensorcfr.games.numeral211.solving.abstract_solve import (abstract_solver, bucket_embeddings,
-                                                       lossless_embeddings, run_abstract)
+                                                               lossless_embeddings, run_abstract)
 from tensorcfr.games.numeral211.abstraction.abstractions import build_abstraction
 from tensorcfr.games.numeral211.game.config import GameConfig
 from tensorcfr.games.numeral211.solving.floor import cfr_br_floor

@@ -155,8 +155,8 @@ def test_abstract_solver_over_classes_equals_cells(averaging: str) -> None:
     (float64, 1e-12), and the exploitabilities of the average strategies agree."""
     from tensorcfr.abstraction.abstract_cfr import Embedding
     from tensorcfr.games.numeral211.solving.abstract_solve import (ClassStorageAbstractCFR,
-                                                           abstract_solver,
-                                                           lossless_embeddings)
+                                                                   abstract_solver,
+                                                                   lossless_embeddings)
 
     game = n211.build_game(FOUR_SUITS, dtype=torch.float64)
     coarse = lossless_embeddings(game)[:2] + [Embedding.from_labels(

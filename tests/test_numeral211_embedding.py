@@ -13,7 +13,7 @@ import torch
 from tensorcfr.errors import TensorCFRError
 from tensorcfr.games.numeral211.game.config import GameConfig
 from tensorcfr.games.numeral211.abstraction.embedding_net import (TrainingBudget, class_planes,
-                                                      load_embedding, train_embedding)
+                                                                  load_embedding, train_embedding)
 from tensorcfr.games.numeral211.runs.run_embed import EmbedSettings, train_embedding_file
 
 SMALL = GameConfig(ranks="9TA", suits=2, max_bets=(2, 2, 2))  # 9 / 30 / 90 classes

@@ -12,8 +12,7 @@ import pytest
 
 from tensorcfr.errors import TensorCFRError
 from tensorcfr.games.numeral211.game.betting import round_betting
-from tensorcfr.games.numeral211.game.config import (GameConfig, card_to_str, hand_cards,
-                                               parse_cards)
+from tensorcfr.games.numeral211.game.config import GameConfig, card_to_str, hand_cards, parse_cards
 from tensorcfr.games.numeral211.game.engine import IllegalActionError, new_game, random_deal
 from tensorcfr.games.numeral211.game.evaluator import best_of_four, board_hand_values
 from tensorcfr.games.numeral211.game.isomorphism import isomorphism

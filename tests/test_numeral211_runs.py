@@ -13,7 +13,7 @@ from tensorcfr.errors import TensorCFRError
 from tensorcfr.games.numeral211.game.config import GameConfig
 from tensorcfr.games.numeral211.runs.run_abstract_solve import AbstractSolveSettings, solve_abstract
 from tensorcfr.games.numeral211.runs.run_abstraction import (AbstractionSettings,
-                                                        build_abstraction_file)
+                                                             build_abstraction_file)
 from tensorcfr.games.numeral211.runs.run_common import RunProgress
 from tensorcfr.games.numeral211.runs.run_solve import SolveSettings, solve
 

@@ -15,14 +15,14 @@ from tensorcfr.core.regret import CFRVariant
 from tensorcfr.errors import TensorCFRError
 from tensorcfr.games.numeral211.solving import solver as n211
 from tensorcfr.games.numeral211.solving.abstract_solve import (abstract_solver, bucket_embeddings,
-                                                       choose_phi_top, phi_embeddings)
+                                                               choose_phi_top, phi_embeddings)
 from tensorcfr.games.numeral211.abstraction.abstractions import (board_multiplicity,
                                                                  build_abstraction,
                                                                  cluster_features)
 from tensorcfr.games.numeral211.game.config import GameConfig
 from tensorcfr.games.numeral211.game.isomorphism import isomorphism
 from tensorcfr.games.numeral211.abstraction.soft_clustering import (soft_clustering,
-                                                        soft_clustering_embeddings)
+                                                                    soft_clustering_embeddings)
 
 TWO_SUITS = GameConfig(ranks="9TA", suits=2, max_bets=(2, 2, 2))
 ONE_SUIT = GameConfig(ranks="234567", suits=1, max_bets=(2, 2, 2))

@@ -88,7 +88,7 @@ def abstract_command(
     """Build an abstraction: suit-isomorphic classes of each round -> buckets (preflop
     lossless), saved as an NPZ bucket map for `numeral211 solve --abstraction`."""
     from tensorcfr.games.numeral211.runs.run_abstraction import (AbstractionSettings,
-                                                            build_abstraction_file)
+                                                                 build_abstraction_file)
 
     settings = AbstractionSettings(method=method, out=out, flop=flop, turn=turn, seed=seed,
                                    bins=bins, feature=feature, hist_turn=hist_turn,

@@ -256,7 +256,7 @@ def solve_command(
     --abstraction / --embedding, an abstraction or Embedding CFR); prints the exact
     exploitability (chips and mb/g per game) of the average strategy."""
     from tensorcfr.games.numeral211.runs.run_abstract_solve import (AbstractSolveSettings,
-                                                               solve_abstract)
+                                                                    solve_abstract)
     from tensorcfr.games.numeral211.runs.run_solve import SolveSettings, solve
 
     named = any(v is not None for v in (ranks, suits, ante, bets, max_bets))

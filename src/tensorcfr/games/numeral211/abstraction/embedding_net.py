@@ -79,11 +79,12 @@ import torch
 
 from tensorcfr.errors import CorruptFileError, TensorCFRError
 from tensorcfr.games.numeral211.abstraction.abstractions import (class_representatives, class_sizes,
-                                                      round_wtl)
+                                                                 round_wtl)
 from tensorcfr.games.numeral211.game.config import GameConfig, hand_cards
 from tensorcfr.games.numeral211.game.isomorphism import isomorphism
 from tensorcfr.games.numeral211.abstraction.phi_teacher import (Teacher, build_teacher,
-                                                    partition_distortion, teacher_assignment)
+                                                                partition_distortion,
+                                                                teacher_assignment)
 from tensorcfr.utils.io import atomic_path
 
 __all__ = ["HandEbdNet", "HandEbdConvNet", "EmbeddingFile", "TrainingBudget",

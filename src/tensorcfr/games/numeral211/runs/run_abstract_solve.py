@@ -26,11 +26,10 @@ from typing import Any, Optional
 from tensorcfr.errors import TensorCFRError
 from tensorcfr.games.numeral211.solving import solver as n211
 from tensorcfr.games.numeral211.game.config import GameConfig
-from tensorcfr.games.numeral211.runs.run_common import (ROUND_NAMES, ProgressCallback,
-                                                   RunProgress, RunResult, check_dtype,
-                                                   check_output_files,
-                                                   check_positive_minutes, check_storage,
-                                                   sampling_dict, sampling_of)
+from tensorcfr.games.numeral211.runs.run_common import (ROUND_NAMES, ProgressCallback, RunProgress,
+                                                        RunResult, check_dtype, check_output_files,
+                                                        check_positive_minutes, check_storage,
+                                                        sampling_dict, sampling_of)
 
 __all__ = ["AbstractSolveSettings", "AbstractSolveResult", "solve_abstract"]
 
@@ -255,8 +254,8 @@ def solve_abstract(settings: AbstractSolveSettings,
     import torch
 
     from tensorcfr.games.numeral211.solving.abstract_checkpoint import (embedding_fingerprint,
-                                                                load_abstract_checkpoint,
-                                                                save_abstract_checkpoint)
+                                                                        load_abstract_checkpoint,
+                                                                        save_abstract_checkpoint)
     from tensorcfr.games.numeral211.solving.abstract_solve import abstract_solver, run_abstract
     from tensorcfr.utils.device import resolve_device
     from tensorcfr.utils.interrupts import deferred_stop, interrupted

@@ -31,10 +31,9 @@ from tensorcfr.errors import TensorCFRError
 from tensorcfr.games.numeral211.solving import solver as n211
 from tensorcfr.games.numeral211.game.config import GameConfig, GameConfigError
 from tensorcfr.games.numeral211.runs.run_common import (ProgressCallback, RunProgress, RunResult,
-                                                   check_dtype,
-                                                   check_output_files,
-                                                   check_positive_minutes, check_storage,
-                                                   sampling_dict, sampling_of)
+                                                        check_dtype, check_output_files,
+                                                        check_positive_minutes, check_storage,
+                                                        sampling_dict, sampling_of)
 
 __all__ = ["SolveSettings", "SolveResult", "solve", "SOLVE_UNITS"]
 

@@ -25,7 +25,7 @@ from tensorcfr.abstraction.abstract_cfr import AbstractCFR, Embedding
 from tensorcfr.errors import CorruptFileError
 from tensorcfr.games.numeral211.game.config import GameConfig
 from tensorcfr.games.numeral211.solving.solver import (_array, _meta_json, _read_npz, _write_npz,
-                                              restore_tables)
+                                                       restore_tables)
 
 __all__ = ["ABSTRACT_CHECKPOINT_FORMAT", "embedding_fingerprint", "save_abstract_checkpoint",
            "read_abstract_checkpoint_meta", "load_abstract_checkpoint"]

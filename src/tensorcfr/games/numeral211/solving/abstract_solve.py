@@ -32,7 +32,7 @@ from tensorcfr.games.numeral211.abstraction.abstractions import (board_multiplic
 from tensorcfr.games.numeral211.game.isomorphism import isomorphism
 from tensorcfr.games.numeral211.game.public_game import Numeral211PublicGame
 from tensorcfr.games.numeral211.solving.solver import (STORAGES, class_exploitability, class_game,
-                                               class_policy, exploitability, to_mbg)
+                                                       class_policy, exploitability, to_mbg)
 
 __all__ = ["bucket_embeddings", "abstract_solver", "run_abstract", "lossless_embeddings",
            "ClassStorageAbstractCFR", "phi_embeddings", "choose_phi_top", "DENSE_PHI_BYTES",
