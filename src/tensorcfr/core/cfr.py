@@ -89,6 +89,12 @@ NUMPY_FAST_PATH_MAX_NODES = 5_000
 """Default largest tree (nodes) run through the numpy fast path on CPU (see
 :class:`_NumpyPasses`; measured in benchmarks/bench_generic_micro.py)."""
 
+NUMBA_MIN_NODES = 100_000
+"""Default smallest tree (nodes) run through the compiled loops of
+:mod:`tensorcfr.core.numba_passes` on CPU (1.5-1.6x faster per iteration than the torch
+passes on liars_dice and tic_tac_toe, docs/engine_profile.md); loading the compiled code
+takes about a second and ~40 MiB once per process, which smaller trees do not repay."""
+
 AUTO_FLOAT32_MIN_NODES = 5_000_000
 """``dtype="auto"`` (the default) solves trees of more than this many nodes in float32 (half
 the memory of every float array, 1.4-2.2x faster in docs/benchmarks/openspiel.md) and
@@ -639,6 +645,15 @@ class TensorCFRSolver:
             ``CFRSolver("tiny_bridge_2p").iterate(100)`` 30x slower, 68-80 ms against
             2.3-2.6 ms per iteration; see docs/benchmarks/threads.md).  ``None`` leaves
             torch's setting as it is.
+        cuda_graph: on a CUDA device, run the first iteration eagerly, capture the second
+            (the whole iteration, every player) as a CUDA graph and replay it from then on:
+            one launch per iteration instead of a few hundred (the passes have static
+            shapes and read the iteration's numbers from device tensors; see
+            docs/engine_profile.md).  A one-line :class:`TensorCFRError` on other devices.
+
+    On CPU, trees from :data:`NUMBA_MIN_NODES` nodes with alternating updates run through
+    the compiled loops of :mod:`tensorcfr.core.numba_passes` (bitwise the torch passes'
+    results, 1.5x faster), smaller ones through numpy (:class:`_NumpyPasses`).
 
     The API mirrors OpenSpiel's ``CFRSolver``: :meth:`evaluate_and_update_policy` runs one
     iteration, :meth:`average_policy` / :meth:`current_policy` return the policies (here as
@@ -650,13 +665,23 @@ class TensorCFRSolver:
     """Trees up to this many nodes on CPU with alternating updates use :class:`_NumpyPasses`
     (the same operations dispatched through numpy: identical results, less overhead)."""
 
+    numba_min_nodes: int | None = NUMBA_MIN_NODES
+    """CPU solvers with alternating updates on trees of at least this many nodes run
+    through the compiled loops of :mod:`tensorcfr.core.numba_passes` (bitwise the torch
+    path's results); None keeps the torch passes."""
+
+    static_iterations: bool = False
+    """Run the graph-ready iteration (static shapes, the iteration's numbers in device
+    tensors) eagerly on any device, as ``cuda_graph=True`` captures it; the CPU checks of
+    tests/test_core_static.py use it."""
+
     def __init__(self, game: LevelTree, algo: str | CFRVariant = "cfr",
                  alternating: bool = True, alpha: float | None = None,
                  beta: float | None = None, gamma: float | None = None,
                  device: torch.device | str | None = "cpu",
                  dtype: torch.dtype | str = "auto",
                  max_memory_bytes: int | None = None,
-                 threads: int | None = DEFAULT_THREADS) -> None:
+                 threads: int | None = DEFAULT_THREADS, cuda_graph: bool = False) -> None:
         if threads is not None:
             set_threads(threads)
         self.threads = torch.get_num_threads()
@@ -664,6 +689,8 @@ class TensorCFRSolver:
             algo, alpha, beta, gamma)
         self.alternating = bool(alternating)
         self.device = resolve_device(device)
+        if cuda_graph and self.device.type != "cuda":
+            raise TensorCFRError(f"cuda_graph needs a CUDA device, not {self.device}")
         resolve_dtype(dtype)  # a bad value fails before the (possibly long) walk
         tree = self._build_tree(game, max_memory_bytes)
         self.dtype = resolve_dtype(dtype, tree.num_nodes)
@@ -714,13 +741,36 @@ class TensorCFRSolver:
         self._levels = [(starts[d], starts[d + 1]) for d in range(len(starts) - 1)]
         self._slot_state_views()
         self._build_pass_views()
+        # Static iterations (CUDA graphs): every per-iteration number the passes read is
+        # in a device tensor filled before the iteration, so the same kernels with the same
+        # arguments serve every iteration.  [average decay, discount of positive regrets,
+        # of negative regrets] (see _static_finish).
+        self.cuda_graph = bool(cuda_graph)
+        static = self.cuda_graph or self.static_iterations
+        self._static_scalars: Tensor | None = torch.zeros(3, **kw) if static else None
+        self._graph: Any = None
         self._numpy_passes: _NumpyPasses | None = None
-        if (self.alternating and self.device.type == "cpu" and self.dtype == torch.float64
+        if (not static and self.alternating and self.device.type == "cpu"
+                and self.dtype == torch.float64
                 and flat.num_nodes <= self.numpy_fast_path_max_nodes
                 and flat.max_level_nodes <= flat.chunk):
             self._numpy_passes = _NumpyPasses(self)
+        self._numba_passes: Any = None
+        if (not static and self._numpy_passes is None and self.numba_min_nodes is not None
+                and flat.num_nodes >= self.numba_min_nodes and self.alternating
+                and self.device.type == "cpu"):
+            from tensorcfr.core import numba_passes
+
+            if numba_passes.AVAILABLE:
+                self._numba_passes = numba_passes.NumbaPasses(self)
         self._refresh_all()
         release_free_memory()  # the set-up's temporaries
+
+    @property
+    def uses_numba(self) -> bool:
+        """True when iterations run through the compiled CPU loops
+        (:mod:`tensorcfr.core.numba_passes`)."""
+        return self._numba_passes is not None
 
     @property
     def uses_numpy_fast_path(self) -> bool:
@@ -977,6 +1027,9 @@ class TensorCFRSolver:
         if self._numpy_passes is not None:
             self._numpy_passes.refresh_all()
             return
+        if self._numba_passes is not None:
+            self._numba_passes.refresh_all()
+            return
         for p in range(self._flat.num_players):
             self._set_edges(p)
             self._forward(self._forward_player[p])
@@ -1039,7 +1092,6 @@ class TensorCFRSolver:
         regrets = self._regret_views[player]
         if regrets.numel() == 0:
             return
-        t = self.iteration
         own_reach = self._own_reach_sums[player]
         own_reach.zero_()
         instant = None
@@ -1077,11 +1129,103 @@ class TensorCFRSolver:
                 torch.index_select(own, 0, parent_index, out=gathered)
                 own_reach.scatter_add_(0, slot, gathered)
                 start += n
+        self._finish_update(player)
+
+    def _finish_update(self, player: int) -> None:
+        """After ``player``'s instantaneous regrets were added: floor / discount its
+        regrets and add its own reach (per slot) times its strategy into the average."""
+        regrets = self._regret_views[player]
+        t = self.iteration
+        own_reach = self._own_reach_sums[player]
+        if self._static_scalars is not None:
+            self._static_finish(regrets, own_reach, player)
+            return
         discount_regrets(regrets, self.variant, t, out=regrets)
         # (update_average(average, own_reach x strategy); a separate multiply and add, not
         # addcmul_, measured to round differently from the numpy fast path's a + b * c.)
         level_graph.accumulate_average(self._average_views[player], own_reach,
                                        self._strategy_views[player], self.variant, t)
+
+    def _static_finish(self, regrets: Tensor, own_reach: Tensor, player: int) -> None:
+        """:meth:`_finish_update` with the iteration's numbers read from
+        ``_static_scalars`` (device tensors, see :meth:`_step_scalars`): the same
+        operations on the same values (a 0-dim tensor of the dtype multiplies as the
+        Python number does), whatever the iteration."""
+        decay, positive, negative = self._static_scalars  # type: ignore[misc]
+        name = self.variant.name
+        if self.variant.floors_regrets:
+            regrets.clamp_min_(0)
+        elif name == "lcfr":
+            regrets.mul_(positive)
+        elif name == "dcfr":
+            regrets.mul_(torch.where(regrets >= 0, positive, negative))
+        average = self._average_views[player]
+        if self.variant.average_exponent() != 0.0:
+            average.mul_(decay)
+        average.add_(own_reach.mul_(self._strategy_views[player]))
+
+    def _step_scalars(self, iteration: int) -> list[float]:
+        """The numbers iteration ``iteration`` reads: the average decay and the discount
+        factors of positive and negative regrets (as :func:`discount_regrets` and
+        :func:`average_decay` compute them)."""
+        variant = self.variant
+        positive = negative = 1.0
+        if variant.name == "lcfr":
+            positive = discount_factor(iteration, 1.0)
+        elif variant.name == "dcfr":
+            positive = discount_factor(iteration, variant.alpha)
+            negative = discount_factor(iteration, variant.beta)
+        return [average_decay(variant, iteration), positive, negative]
+
+    def _torch_iteration(self) -> None:
+        """One iteration through the torch passes (any device)."""
+        n_players = self._flat.num_players
+        if self.alternating:
+            for p in range(n_players):
+                values = self._value_rows[p]
+                self._load_utilities(values, p)
+                self._backward_gathered(self._gathered_player[p])
+                self._backward(self._backward_player[p])
+                self._player_update(p, values)
+                self._player_strategy(p)
+                self._refresh_player(p)
+        else:
+            self._load_utilities(self._values, None)
+            self._backward_gathered(self._gathered_all)
+            self._backward(self._backward_all)
+            for p in range(n_players):
+                self._player_update(p, self._value_rows[p])
+            for p in range(n_players):
+                self._player_strategy(p)
+                self._refresh_player(p)
+
+    def _load_step_scalars(self) -> None:
+        """Copy this iteration's numbers (:meth:`_step_scalars`) into ``_static_scalars``
+        (one small host-to-device copy, before the iteration; none for vanilla CFR)."""
+        assert self._static_scalars is not None
+        if self.variant.average_exponent() != 0.0 or self.variant.name in ("lcfr", "dcfr"):
+            host = torch.tensor(self._step_scalars(self.iteration), dtype=self.dtype)
+            self._static_scalars.copy_(host)  # (pageable: staged before it returns)
+
+    def _static_iteration(self) -> None:
+        """One iteration with static shapes and no host synchronisation inside: the
+        iteration's numbers are copied to the device first, then the torch passes run
+        (eagerly at the first iteration, which also warms up the kernels; captured as a
+        CUDA graph at the second and replayed from then on, when ``cuda_graph``)."""
+        self._load_step_scalars()
+        if not self.cuda_graph or self.iteration < 2:
+            self._torch_iteration()
+            return
+        if self._graph is None:
+            device = self.device
+            stream = torch.cuda.Stream(device)
+            stream.wait_stream(torch.cuda.current_stream(device))
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph, stream=stream):  # records, does not run
+                self._torch_iteration()
+            torch.cuda.current_stream(device).wait_stream(stream)
+            self._graph = graph
+        self._graph.replay()
 
     def _player_strategy(self, player: int) -> None:
         """Regret matching for ``player`` (PCFR+: on regrets + prediction)."""
@@ -1105,6 +1249,11 @@ class TensorCFRSolver:
                 torch.index_select(strategy, 0, slot, out=edge_prob)
             else:
                 edge_prob.index_copy_(0, child_index, strategy.index_select(0, slot))
+        self._refresh_mixed_factors(player)
+
+    def _refresh_mixed_factors(self, player: int) -> None:
+        """The forward factors of levels where only some nodes hang below ``player``:
+        its edge probability there, 1 elsewhere."""
         for mask, edge_prob, factor in self._mixed_factor_views[player]:
             torch.where(mask, edge_prob, self._one, out=factor)
 
@@ -1112,28 +1261,27 @@ class TensorCFRSolver:
     def evaluate_and_update_policy(self) -> None:
         """Run one CFR iteration (all players; alternating or simultaneous updates)."""
         self.iteration += 1
-        flat = self._flat
-        n_players = flat.num_players
         if self._numpy_passes is not None:
             self._numpy_passes.iteration(self.iteration)
-        elif self.alternating:
-            for p in range(n_players):
-                values = self._value_rows[p]
-                self._load_utilities(values, p)
-                self._backward_gathered(self._gathered_player[p])
-                self._backward(self._backward_player[p])
-                self._player_update(p, values)
-                self._player_strategy(p)
-                self._refresh_player(p)
+        elif self._numba_passes is not None:
+            self._numba_iteration(self._numba_passes)
+        elif self._static_scalars is not None:
+            self._static_iteration()
         else:
-            self._load_utilities(self._values, None)
-            self._backward_gathered(self._gathered_all)
-            self._backward(self._backward_all)
-            for p in range(n_players):
-                self._player_update(p, self._value_rows[p])
-            for p in range(n_players):
-                self._player_strategy(p)
-                self._refresh_player(p)
+            self._torch_iteration()
+
+    def _numba_iteration(self, passes: Any) -> None:
+        """One alternating-update iteration through the compiled CPU loops
+        (:mod:`tensorcfr.core.numba_passes`): the torch path's operations in its order."""
+        for p in range(self._flat.num_players):
+            passes.values_and_regrets(p)
+            if self._regret_views[p].numel():
+                self._finish_update(p)
+                regrets = self._regret_views[p]
+                if self.variant.predictive:
+                    regrets = regrets + self._prediction_views[p]
+                passes.regret_matching(p, regrets.numpy())
+            passes.refresh_player(p)
 
     def iterate(self, num_iterations: int = 1,
                 callback: Callable[["TensorCFRSolver"], None] | None = None) -> None:
