@@ -23,7 +23,7 @@ mixed-level factors.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -42,9 +42,6 @@ except Exception:  # pragma: no cover - numba missing or broken
 
     def _njit(function: Any = None, **options: Any) -> Any:
         return (lambda f: f) if function is None else function
-
-if TYPE_CHECKING:  # pragma: no cover
-    from tensorcfr.core.cfr import TensorCFRSolver
 
 __all__ = ["AVAILABLE", "NumbaPasses"]
 
@@ -170,7 +167,7 @@ def _regret_matching(regrets: np.ndarray, action_infoset: np.ndarray, abs_totals
 
 
 class NumbaPasses:
-    """One alternating-update iteration of a :class:`TensorCFRSolver` on CPU through the
+    """One alternating-update iteration of a ``TensorCFRSolver`` on CPU through the
     compiled loops above, on numpy views of the solver's own buffers (built once).
 
     Levels are walked parent by parent: each level keeps ``child_start`` (int32 [N + 1],
@@ -179,7 +176,9 @@ class NumbaPasses:
     is summed in a register and its children's reach written in one sweep.
     """
 
-    def __init__(self, solver: "TensorCFRSolver") -> None:
+    def __init__(self, solver: Any) -> None:
+        """``solver``: the :class:`~tensorcfr.core.cfr.TensorCFRSolver` whose buffers and
+        per-level views the loops use (it imports this module, not the reverse)."""
         from tensorcfr.core.regret import regret_tolerance
 
         self.solver = solver
