@@ -204,7 +204,8 @@ def in_process_ai(records: list[dict[str, Any]], threads: int) -> list[float]:
     import torch
 
     from tensorcfr.games.pasur.engine.rules import Action
-    from tensorcfr.play.session import GameSession, SolutionCache
+    from tensorcfr.play.caches import SolutionCache
+    from tensorcfr.play.session import GameSession
 
     torch.set_num_threads(threads)
     out: list[float] = []
@@ -288,7 +289,7 @@ def main() -> None:
     args = ap.parse_args()
     import httpx
 
-    from tensorcfr.play.session import DEFAULT_HIDDEN_AGENT
+    from tensorcfr.play.opponents import DEFAULT_HIDDEN_AGENT
 
     agent = args.agent or DEFAULT_HIDDEN_AGENT
     seeds = parse_seeds(args.seeds)

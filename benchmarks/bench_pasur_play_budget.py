@@ -69,7 +69,7 @@ def main() -> None:
         warnings.simplefilter("ignore")
         from fastapi.testclient import TestClient
     from tensorcfr.play.server import create_app
-    from tensorcfr.play.session import SolutionCache
+    from tensorcfr.play.caches import SolutionCache
 
     app = create_app(solutions=SolutionCache(max_size=2), mode="hidden")
     client = TestClient(app, base_url="http://127.0.0.1:8000")

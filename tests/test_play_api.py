@@ -20,12 +20,8 @@ from tensorcfr.games.pasur.engine.rules import (
     random_deal,
 )
 from tensorcfr.play.server import MAX_BODY_BYTES, create_app, load_static
-from tensorcfr.play.session import (
-    GameSession,
-    HiddenCardsError,
-    IllegalMoveError,
-    SolutionCache,
-)
+from tensorcfr.play.caches import SolutionCache
+from tensorcfr.play.session import GameSession, HiddenCardsError, IllegalMoveError
 
 SEED = 3  # quick exact solve (about 0.1 s)
 LOCAL = "http://127.0.0.1:8000"  # a Host the server serves (others get 400: DNS rebinding)
@@ -686,7 +682,7 @@ def test_play_budgets_bound_the_searching_agents():
     from tensorcfr.games.pasur.agents import AgentOptions, make_agent
     from tensorcfr.games.pasur.engine.observation import observe
     from tensorcfr.games.pasur.solving.exact import DeadlineExceeded, action_values_many
-    from tensorcfr.play.session import PLAY_SECONDS_PER_MOVE, make_hidden_agent
+    from tensorcfr.play.opponents import PLAY_SECONDS_PER_MOVE, make_hidden_agent
 
     agent = make_hidden_agent("ismcts")
     assert agent.max_seconds == PLAY_SECONDS_PER_MOVE and agent.simulations == 1000
@@ -705,7 +701,7 @@ def test_pimc_in_play_has_a_hard_reply_limit():
     agent plays greedy; its hints still solve at least one draw."""
     from tensorcfr.games.pasur.engine.observation import observe
     from tensorcfr.games.pasur.playing.greedy import GreedyAgent
-    from tensorcfr.play.session import PLAY_REPLY_LIMIT_SECONDS, make_hidden_agent
+    from tensorcfr.play.opponents import PLAY_REPLY_LIMIT_SECONDS, make_hidden_agent
 
     agent = make_hidden_agent("pimc")
     assert agent.max_reply_seconds == PLAY_REPLY_LIMIT_SECONDS
@@ -721,7 +717,7 @@ def test_the_default_agent_hints_with_its_own_scores(solutions):
     """``hidden-model`` (the default) has no mean estimates; its hint is its model's score of
     each legal play from the human's observation, and its best play is the one it would make."""
     from tensorcfr.games.pasur.engine.observation import observe
-    from tensorcfr.play.session import DEFAULT_HIDDEN_AGENT, make_hidden_agent
+    from tensorcfr.play.opponents import DEFAULT_HIDDEN_AGENT, make_hidden_agent
 
     session = GameSession(random_deal(SEED), "alex", solutions=solutions)
     assert session.ai_name == DEFAULT_HIDDEN_AGENT == "hidden-model"

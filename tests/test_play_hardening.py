@@ -33,15 +33,10 @@ from tensorcfr.games.pasur.engine.rules import (
     random_deal,
 )
 from tensorcfr.play.hosts import HostPolicy, check_host_name, host_name
-from tensorcfr.play.limits import (
-    CACHE_SIZE_LIMIT,
-    MAX_GAMES_LIMIT,
-    AnalysisCache,
-    Busy,
-    WorkGate,
-)
+from tensorcfr.play.caches import AnalysisCache, SolutionCache
+from tensorcfr.play.limits import CACHE_SIZE_LIMIT, MAX_GAMES_LIMIT, Busy, WorkGate
 from tensorcfr.play.server import create_app
-from tensorcfr.play.session import GameSession, SolutionCache
+from tensorcfr.play.session import GameSession
 from tensorcfr.utils.confine import file_in_folder
 
 with warnings.catch_warnings():

@@ -23,7 +23,7 @@ import pytest
 
 from tensorcfr.games.pasur.engine.rules import random_deal
 from tensorcfr.play.server import create_app
-from tensorcfr.play.session import SolutionCache
+from tensorcfr.play.caches import SolutionCache
 
 psutil = pytest.importorskip("psutil")
 

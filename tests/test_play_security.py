@@ -43,7 +43,8 @@ import pytest
 from tensorcfr.games.pasur.engine.cards import card_code
 from tensorcfr.games.pasur.engine.rules import random_deal
 from tensorcfr.play.server import create_app
-from tensorcfr.play.session import SEED_MAX, SolutionCache
+from tensorcfr.play.caches import SolutionCache
+from tensorcfr.play.session import SEED_MAX
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")

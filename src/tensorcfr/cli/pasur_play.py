@@ -105,14 +105,14 @@ def serve_command(
         "machine's names. Other Host headers get a 400 (a guard against DNS rebinding)."),
 ) -> None:
     """Serve the Pasur page: play Pasur against the AI in a browser (hidden or open hands)."""
+    from tensorcfr.games.pasur.vocab import Mode
     from tensorcfr.play.hosts import HostPolicy
-    from tensorcfr.play.session import check_mode
     from tensorcfr.utils.checks import check_int_range
     from tensorcfr.utils.device import resolve_device
     from tensorcfr.utils.resources import set_threads
 
     try:
-        check_mode(mode)
+        mode = Mode.parse(mode)  # the one check of the mode
         check_int_range(port, "--port", 1, 65535)
         check_int_range(max_games, "--max-games", 1, MAX_GAMES_LIMIT,
                         why="about 80 KiB of memory each")
@@ -220,29 +220,19 @@ def play_command(
     import secrets
 
     from tensorcfr.games.pasur.engine.deal_input import choose_deal
-    from tensorcfr.play.session import (
-        GameSession,
-        SolutionCache,
-        ai_names,
-        check_mode,
-        check_seed,
-        default_ai,
-        new_deal,
-        seat_index,
-    )
+    from tensorcfr.games.pasur.vocab import Mode
+    from tensorcfr.play.caches import SolutionCache
+    from tensorcfr.play.opponents import check_ai, default_ai
+    from tensorcfr.play.session import GameSession, check_seed, new_deal, seat_index
     from tensorcfr.play.terminal import TerminalGame
     from tensorcfr.utils.resources import set_threads
 
     from tensorcfr.utils.device import resolve_device
 
     try:
-        check_mode(mode)
+        mode = Mode.parse(mode)  # the one check of the mode
         resolve_device(device, "--device")  # not a crash at the AI's first move
-        if ai is None:
-            ai = default_ai(mode)
-        if ai not in ai_names(mode):
-            raise TensorCFRError(f"--ai must be one of {', '.join(ai_names(mode))} with "
-                                 f"--mode {mode}, got {ai!r}")
+        ai = check_ai(mode, default_ai(mode) if ai is None else ai, "--ai")
         if seed is not None:
             check_seed(seed, "--seed")
         if ai_seed is None:
@@ -279,9 +269,9 @@ def play_command(
         session = GameSession(the_deal, seat_index(seat), ai, mode=mode, solutions=solutions,
                               ai_seed=ai_seed, seed=seed, table=table_dir, model=model_dir,
                               device=device, practice=chosen)
-        if mode == "open":  # hints and the exact AI need it now; hidden hands: at the end
+        if mode is Mode.OPEN:  # hints and the exact AI need it now; hidden hands: at the end
             solutions.prefetch(session.deal)
-        if seed is not None and mode == "open":  # hidden hands: the practice line says it
+        if seed is not None and mode is Mode.OPEN:  # hidden hands: the practice line says it
             console.print(f"deal seed {seed}", highlight=False)
         TerminalGame(session, console, record_path=record).run()
     except TensorCFRError as exc:

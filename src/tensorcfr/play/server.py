@@ -32,7 +32,9 @@ from typing import Any, Callable, Sequence
 
 from tensorcfr.play.hosts import HostPolicy
 from tensorcfr.play.limits import WorkGate
-from tensorcfr.play.session import DEFAULT_MODE, SolutionCache
+from tensorcfr.games.pasur.vocab import Mode
+from tensorcfr.play.caches import SolutionCache
+from tensorcfr.play.session import DEFAULT_MODE
 from tensorcfr.play.store import GameStore
 
 __all__ = ["GameStore", "MAX_BODY_BYTES", "create_app", "load_static", "readable_error"]
@@ -165,7 +167,7 @@ def readable_error(error: dict[str, Any]) -> str:
 def create_app(*, table: str | None = None, model: str | None = None, max_games: int = 256,
                ttl_seconds: float = 2 * 3600, cache_size: int = 4, device: str = "cpu",
                clock: Callable[[], float] = time.monotonic,
-               solutions: SolutionCache | None = None, mode: str = DEFAULT_MODE,
+               solutions: SolutionCache | None = None, mode: Mode | str = DEFAULT_MODE,
                host: str = "127.0.0.1", allowed_hosts: Sequence[str] = (),
                max_analyses: int = 2) -> Any:
     """The FastAPI application.
@@ -181,7 +183,8 @@ def create_app(*, table: str | None = None, model: str | None = None, max_games:
             :class:`~tensorcfr.errors.TensorCFRError` for one that is not usable).
         mode: the mode new games start in unless the request names one: ``"hidden"`` (the
             real game; hints are the agent's estimates, exact values after the game) or
-            ``"open"`` (double-dummy study mode).
+            ``"open"`` (double-dummy study mode); a :class:`Mode`, or its string (parsed
+            here: a one-line :class:`~tensorcfr.errors.TensorCFRError` for another).
         host: the address the server listens on; with ``allowed_hosts`` it decides the
             ``Host`` headers answered (:meth:`HostPolicy.for_listen`; others get a 400).
         max_analyses: analyses computed at once (as many more may wait, up to 30 s each;
@@ -194,12 +197,11 @@ def create_app(*, table: str | None = None, model: str | None = None, max_games:
     from tensorcfr import __version__
     from tensorcfr.play.routes import games, insight, pages, records
     from tensorcfr.play.routes.context import ServerContext
-    from tensorcfr.play.session import check_mode
 
     from tensorcfr.play.limits import CACHE_SIZE_LIMIT
     from tensorcfr.utils.device import resolve_device
 
-    check_mode(mode)
+    mode = Mode.parse(mode)
     resolve_device(device, "device")  # a bad device fails here, not at the first AI move
     if not 1 <= cache_size <= CACHE_SIZE_LIMIT:
         raise ValueError(f"cache_size must be 1..{CACHE_SIZE_LIMIT}, got {cache_size}")

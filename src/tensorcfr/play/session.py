@@ -2,14 +2,16 @@
 
 This module is the one place that knows the two modes of play and what each may show:
 
-* ``hidden`` (the real game, the default, :data:`DEFAULT_MODE`): each side sees its own hand,
-  the pool and the cards played. The AI is a hidden-hand agent by name
-  (:data:`tensorcfr.games.pasur.agents.AGENT_NAMES`, default :data:`DEFAULT_HIDDEN_AGENT`)
-  that is handed only its :func:`observe` observation. Hints are that agent's *estimates* of
-  the human's legal plays (from the human's observation); exact values, which reveal the
-  hidden cards, come only after the game.
-* ``open`` (the study mode, double-dummy): both hands and the rounds to come are shown; the AI
-  is an open-hands player (:data:`AI_NAMES`), hints are exact values.
+* :attr:`Mode.HIDDEN` (the real game, the default, :data:`DEFAULT_MODE`): each side sees its
+  own hand, the pool and the cards played. The AI is a hidden-hand agent of the registry
+  (:data:`tensorcfr.games.pasur.agents.AGENTS`, default
+  :data:`~tensorcfr.play.opponents.DEFAULT_HIDDEN_AGENT`) that is handed only its
+  :func:`observe` observation. Hints are that agent's *estimates* of the human's legal plays
+  (from the human's observation); exact values, which reveal the hidden cards, come only
+  after the game.
+* :attr:`Mode.OPEN` (the study mode, double-dummy): both hands and the rounds to come are
+  shown; the AI is an open-hands player (:data:`tensorcfr.games.pasur.agents.OPEN_PLAYERS`),
+  hints are exact values.
 
 A :class:`GameSession` holds the deal, the mode, the human's seat, the AI, the list of
 positions so far (undo pops back to the human's previous decision), and answers the questions
@@ -19,11 +21,14 @@ information and, in hidden mode, against the agent's estimate at that moment). A
 game exports to the project's game record format (with its mode); an imported record becomes a
 finished session to step through with the same analysis.
 
-It knows nothing of HTTP or terminals.
-
-Exact values come from :func:`tensorcfr.games.pasur.solving.exact.solve_exact` through a
-:class:`SolutionCache` (a bounded LRU shared by all sessions; one solve per deal even when
-several threads ask at once).
+It knows nothing of HTTP or terminals. Its neighbours: :mod:`tensorcfr.play.opponents` (which
+AI a game may have, the one check of its name, the factories), :mod:`tensorcfr.play.analysis`
+(hints and the end-of-game analysis, which this class answers through) and
+:mod:`tensorcfr.play.caches` (exact values come from
+:func:`tensorcfr.games.pasur.solving.exact.solve_exact` through a :class:`SolutionCache`, a
+bounded LRU shared by all sessions; one solve per deal even when several threads ask at once).
+The mode is a :class:`~tensorcfr.games.pasur.vocab.Mode`, checked where it enters (the
+constructor takes a string too, for Python callers, and parses it once).
 
 What a client may see is built by :meth:`GameSession.view` only: in hidden mode (until the
 game is over) from :func:`observe` of the human's seat, so a server can never send a client a
@@ -45,14 +50,10 @@ side of the player concerned (positive = good for that player).
 from __future__ import annotations
 
 import random
-import threading
-from collections import OrderedDict
-from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Protocol, Sequence
+from typing import Any, Mapping, Sequence
 
 from tensorcfr.errors import InvalidRecordError, TensorCFRError
-from tensorcfr.games.pasur.engine.cards import card_code
 from tensorcfr.games.pasur.engine.observation import observe
 from tensorcfr.games.pasur.engine.records import GameRecord, parse_record, replay_record
 from tensorcfr.games.pasur.engine.rules import (
@@ -71,57 +72,37 @@ from tensorcfr.games.pasur.engine.rules import (
     score_pile,
     validate_deal,
 )
+from tensorcfr.games.pasur.vocab import Mode
+from tensorcfr.play import analysis
+from tensorcfr.play.analysis import AgentAdvice, action_json
+from tensorcfr.play.caches import PlayerCache, SolutionCache
+from tensorcfr.play.opponents import (
+    PlayerLike,
+    UniformPlayer,
+    ai_names,
+    default_ai,
+    make_ai,
+    make_hidden_agent,
+    sample_action,
+)
 
 __all__ = [
-    "AI_NAMES",
-    "DealChoice",
-    "DEFAULT_HIDDEN_AGENT",
-    "PLAY_REPLY_LIMIT_SECONDS",
-    "PLAY_SECONDS_PER_MOVE",
     "DEFAULT_MODE",
-    "DEFAULT_OPEN_AI",
+    "DealChoice",
     "GameSession",
     "HiddenCardsError",
     "IllegalMoveError",
-    "MODES",
-    "PlayerCache",
+    "Mode",
+    "PlayInfo",
     "SEED_MAX",
-    "SolutionCache",
-    "VISIBILITIES",
-    "ai_names",
-    "check_mode",
     "check_seed",
-    "default_ai",
-    "hidden_agent_names",
-    "make_ai",
-    "make_hidden_agent",
     "new_deal",
     "secret_deal",
-    "release_freed_memory",
     "seat_index",
 ]
 
-AI_NAMES = ("exact", "random", "table", "model")
-"""Every open-hands AI a game can be played against (``exact`` and ``random`` need nothing
-else)."""
-MODES = ("hidden", "open")
-"""The modes of play: ``hidden`` hands (the real game) and ``open`` hands (double-dummy)."""
-DEFAULT_MODE = "hidden"
-DEFAULT_HIDDEN_AGENT = "hidden-model"
-"""The hidden-hand agent a game is played against unless another is named: the strongest of
-the duplicate tournaments whose reply is under a second (docs/benchmarks/pasur_tournament.md:
-it beats greedy, random and ismcts-time with 95% confidence, and pimc is not stronger). Its
-hints are its own scores of the human's plays (:func:`agent_estimates`: the model's predicted
-advantage of each play, from the human's observation)."""
-PLAY_SECONDS_PER_MOVE = 0.8
-"""The time budget per move of a hidden-hand agent in play (PIMC starts no draw it expects to
-end after it, ISMCTS stops searching once it is spent, ``ismcts`` included), so that a reply
-takes under a second on one core."""
-PLAY_REPLY_LIMIT_SECONDS = 0.95
-"""The hard limit on a PIMC play in play: when not even one draw's exact solve ends within it
-(a hard first-round draw can take seconds), the agent plays the greedy play instead."""
-DEFAULT_OPEN_AI = "exact"
-VISIBILITIES = ("open", "hidden")
+DEFAULT_MODE = Mode.HIDDEN
+"""The mode of a game unless another is named: the real game."""
 SEED_MAX = 2**63 - 1
 """Seeds of deals and of the AI's draws are 0..SEED_MAX everywhere (CLI, API, page)."""
 
@@ -182,37 +163,6 @@ def check_seed(seed: int, what: str = "seed") -> int:
     return seed
 
 
-def check_mode(mode: str) -> str:
-    """``mode`` if it is one of :data:`MODES`; one-line error otherwise."""
-    if mode not in MODES:
-        raise TensorCFRError(f"the mode is hidden or open, got {mode!r}")
-    return mode
-
-
-def hidden_agent_names() -> tuple[str, ...]:
-    """Every hidden-hand agent's name (the registry's :data:`AGENT_NAMES`, read when asked so
-    that a newly registered agent is offered at once)."""
-    from tensorcfr.games.pasur.agents import agent_names
-
-    return agent_names()
-
-
-def ai_names(mode: str) -> tuple[str, ...]:
-    """The AIs a game in ``mode`` can be played against."""
-    return hidden_agent_names() if check_mode(mode) == "hidden" else AI_NAMES
-
-
-def default_ai(mode: str) -> str:
-    """The AI of a game in ``mode`` when none is named."""
-    return DEFAULT_HIDDEN_AGENT if check_mode(mode) == "hidden" else DEFAULT_OPEN_AI
-
-
-class PlayerLike(Protocol):
-    """The players interface of :mod:`tensorcfr.games.pasur.playing.players`."""
-
-    def action_probs(self, states: Sequence[GameState]) -> list[list[tuple[Action, float]]]:
-        ...
-
 
 def seat_index(seat: str | int) -> int:
     """0 (Alex) or 1 (Bob) from ``"alex"``, ``"Bob"``, 0 or 1."""
@@ -225,262 +175,6 @@ def seat_index(seat: str | int) -> int:
                 return i
     raise TensorCFRError(f"a seat is alex or bob, got {seat!r}")
 
-
-def action_json(action: Action) -> dict[str, Any]:
-    """``{"card", "captured", "notation"}`` of an action (card indices)."""
-    return {"card": int(action.card), "captured": [int(c) for c in action.captured],
-            "notation": action.notation()}
-
-
-# --------------------------------------------------------------------------- exact solutions
-
-def release_freed_memory() -> None:
-    """Hand memory freed by a finished solve back to the operating system (glibc's
-    ``malloc_trim``; nothing elsewhere). An exact solve's graph peaks at hundreds of MiB and
-    more on hard deals; without this the allocator keeps those pages, and a server's resident
-    memory ratchets up to the largest solves seen (measured: 0.5 to 2.3 GiB after a flood of new
-    open-hands games)."""
-    import ctypes
-    import ctypes.util
-
-    name = ctypes.util.find_library("c")
-    if not name:
-        return
-    try:
-        libc = ctypes.CDLL(name)
-        trim = libc.malloc_trim
-    except (OSError, AttributeError):  # not glibc
-        return
-    trim(0)
-
-
-class _Dropped(Exception):
-    """A queued background solve whose entry was evicted before it started."""
-
-
-class SolutionCache:
-    """A bounded, thread-safe LRU of exact solutions by deal.
-
-    ``get(deal)`` solves on a miss; concurrent requests for the same deal wait for one solve.
-    ``prefetch(deal)`` starts that solve in a background thread and returns at once. A
-    solution holds its whole state graph (about 5-60 MiB on random deals), so ``max_size``
-    bounds the memory.
-    """
-
-    def __init__(self, max_size: int = 8, device: str = "cpu",
-                 solver: Callable[[tuple[int, ...]], Any] | None = None,
-                 max_concurrent: int = 1, max_prefetch: int = 4) -> None:
-        if max_size < 1 or max_concurrent < 1 or max_prefetch < 0:
-            raise ValueError("max_size and max_concurrent must be at least 1, max_prefetch >= 0")
-        self.max_size = max_size
-        self.device = device
-        self._solver = solver
-        self._lock = threading.Lock()
-        self._entries: OrderedDict[tuple[int, ...], Future[Any]] = OrderedDict()
-        # memory bound: at most max_concurrent solves hold their graphs at once (the others
-        # wait), and at most max_prefetch background solves are queued (more are dropped:
-        # the deal is then solved when first asked for)
-        self._slots = threading.Semaphore(max_concurrent)
-        self.max_prefetch = max_prefetch
-        self._prefetching = 0
-        self.solves = 0  # number of solves run (tests and benchmarks read it)
-
-    def _solve(self, deal: tuple[int, ...]) -> Any:
-        if self._solver is not None:
-            return self._solver(deal)
-        from tensorcfr.games.pasur.solving.exact import solve_exact
-
-        return solve_exact(deal, device=self.device)
-
-    def _entry(self, deal: tuple[int, ...]) -> tuple[Future[Any], bool]:
-        """The future of ``deal``'s solution and whether this caller must run the solve."""
-        with self._lock:
-            fut = self._entries.get(deal)
-            if fut is not None:
-                self._entries.move_to_end(deal)
-                return fut, False
-            fut = Future()
-            self._entries[deal] = fut
-            while len(self._entries) > self.max_size:
-                self._entries.popitem(last=False)
-            return fut, True
-
-    def _run(self, deal: tuple[int, ...], fut: Future[Any], background: bool = False) -> None:
-        if not fut.set_running_or_notify_cancel():  # pragma: no cover - never cancelled
-            return
-        try:
-            with self._slots:
-                with self._lock:
-                    dropped = background and self._entries.get(deal) is not fut
-                if dropped:  # evicted while queued: whoever still waits solves it afresh
-                    raise _Dropped()
-                self.solves += 1
-                try:
-                    result = self._solve(deal)
-                finally:
-                    release_freed_memory()  # the solve's transient peak goes back
-            fut.set_result(result)
-        except BaseException as exc:  # noqa: BLE001 - handed to every waiter
-            with self._lock:
-                if self._entries.get(deal) is fut:
-                    del self._entries[deal]
-            fut.set_exception(exc)
-        finally:
-            if background:
-                with self._lock:
-                    self._prefetching -= 1
-
-    def get(self, deal: Sequence[int]) -> Any:
-        """The exact solution of ``deal`` (solved now if it is not cached)."""
-        key = tuple(int(c) for c in deal)
-        while True:
-            fut, mine = self._entry(key)
-            if mine:
-                self._run(key, fut)
-            try:
-                return fut.result()
-            except _Dropped:
-                continue
-
-    def prefetch(self, deal: Sequence[int]) -> bool:
-        """Start solving ``deal`` in a background thread unless it is cached or under way.
-
-        Returns whether a solve was started; none is when ``max_prefetch`` are already queued
-        (the deal is then solved when first asked for)."""
-        key = tuple(int(c) for c in deal)
-        with self._lock:
-            if key in self._entries or self._prefetching >= self.max_prefetch:
-                return False
-            self._prefetching += 1
-        fut, mine = self._entry(key)
-        if not mine:  # another thread got there first
-            with self._lock:
-                self._prefetching -= 1
-            return False
-        # not a daemon: the interpreter waits for it at exit (a few seconds at most),
-        # since torch aborts the process if a daemon thread is still inside it then
-        threading.Thread(target=self._run, args=(key, fut, True), daemon=False,
-                         name="pasur-solve").start()
-        return True
-
-    def is_ready(self, deal: Sequence[int]) -> bool:
-        """Whether ``deal``'s solution is cached and finished (no wait)."""
-        with self._lock:
-            fut = self._entries.get(tuple(int(c) for c in deal))
-        return fut is not None and fut.done() and fut.exception() is None
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-
-# --------------------------------------------------------------------------- AI players
-
-class _ExactAI:
-    """The exact AI over the shared :class:`SolutionCache`.
-
-    ``players.make_player("exact", deal, solution=...)`` is built for each question from the
-    cached solution (so a game starts at once, hints and the AI share one solve, and the page
-    can show a spinner while that solve runs). It is not kept: a held game must not hold its
-    solution (5-60 MiB) beyond the cache's bound.
-    """
-
-    name = "exact"
-
-    def __init__(self, deal: tuple[int, ...], solutions: SolutionCache, device: str) -> None:
-        self.deal = deal
-        self.solutions = solutions
-        self.device = device
-
-    def action_probs(self, states: Sequence[GameState]) -> list[list[tuple[Action, float]]]:
-        from tensorcfr.games.pasur.agents import make_player
-
-        player = make_player("exact", self.deal, device=self.device,
-                             solution=self.solutions.get(self.deal))
-        return player.action_probs(states)
-
-
-class _UniformPlayer:
-    """Uniform over the legal plays (a placeholder for imported records: nobody plays)."""
-
-    name = "random"
-
-    def action_probs(self, states: Sequence[GameState]) -> list[list[tuple[Action, float]]]:
-        out = []
-        for state in states:
-            actions = legal_actions(state)
-            out.append([(a, 1.0 / len(actions)) for a in actions])
-        return out
-
-
-class PlayerCache:
-    """A small thread-safe LRU of loaded ``table`` / ``model`` players by (name, deal):
-    loading a strategy table or a model takes a while, games of one deal share it."""
-
-    def __init__(self, max_size: int = 4) -> None:
-        self.max_size = max_size
-        self._lock = threading.Lock()
-        self._players: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
-
-    def get(self, key: tuple[Any, ...], build: Callable[[], Any]) -> Any:
-        with self._lock:
-            if key in self._players:
-                self._players.move_to_end(key)
-                return self._players[key]
-        player = build()
-        with self._lock:
-            self._players[key] = player
-            while len(self._players) > self.max_size:
-                self._players.popitem(last=False)
-        return player
-
-
-def make_ai(name: str, deal: Sequence[int], *, solutions: SolutionCache,
-            model: str | None = None, table: str | None = None,
-            device: str = "cpu", players: PlayerCache | None = None) -> PlayerLike:
-    """The AI player ``name`` for ``deal`` (:func:`tensorcfr.games.pasur.playing.players.make_player`).
-
-    ``exact`` plays uniformly among the optimal plays of the deal's cached exact solution;
-    ``random`` uniformly; ``table`` needs a solved run folder of this deal (``tensorcfr pasur
-    solve --method dcfr --out DIR``), ``model`` an XGBoost model folder. Raises
-    :class:`TensorCFRError` (one line) for an unknown name or a missing/unsuitable file.
-    """
-    from tensorcfr.games.pasur.agents import make_player
-
-    deal = tuple(int(c) for c in deal)
-    if name not in AI_NAMES:
-        raise TensorCFRError(f"unknown AI {name!r}: choose one of {', '.join(AI_NAMES)}")
-    if name == "exact":
-        return _ExactAI(deal, solutions, device)
-    if name == "random":
-        return make_player("random", deal, device=device)
-    if name == "table" and table is None:
-        raise TensorCFRError("the table AI needs a strategy table: start with --table DIR "
-                             "(a folder written by `tensorcfr pasur solve --method dcfr --out DIR`)")
-    if name == "model" and model is None:
-        raise TensorCFRError("the model AI needs a model: start with --model DIR")
-
-    def build() -> Any:
-        return make_player(name, deal, model=model, table=table, device=device)
-
-    if players is None:
-        return build()
-    return players.get((name, deal, model, table, device), build)
-
-
-def sample_action(probs: Sequence[tuple[Action, float]], rng: random.Random) -> Action:
-    """Draw one action from ``(action, probability)`` pairs with ``rng``."""
-    total = sum(max(p, 0.0) for _, p in probs)
-    if not probs:
-        raise ValueError("no action to sample from")
-    if total <= 0:
-        return probs[rng.randrange(len(probs))][0]
-    x = rng.random() * total
-    acc = 0.0
-    for action, p in probs:
-        acc += max(p, 0.0)
-        if x < acc:
-            return action
-    return probs[-1][0]
 
 
 # --------------------------------------------------------------------------- the session
@@ -525,61 +219,6 @@ def _play_info(before: GameState, after: GameState, by: str) -> PlayInfo:
                     sur=after.surs[p] > before.surs[p], cleanup=cleanup, cleanup_to=cleanup_to)
 
 
-def make_hidden_agent(name: str, *, device: str = "cpu", options: Any = None) -> Any:
-    """The hidden-hand agent ``name`` (:func:`tensorcfr.games.pasur.agents.make_agent`);
-    one-line :class:`TensorCFRError` for an unknown name."""
-    from tensorcfr.games.pasur.agents import AgentOptions, make_agent
-
-    names = hidden_agent_names()
-    if name not in names:
-        raise TensorCFRError(f"unknown AI {name!r} for hidden hands: choose one of "
-                             f"{', '.join(names)}")
-    if options is None:
-        options = AgentOptions(device=device, seconds_per_move=PLAY_SECONDS_PER_MOVE,
-                               max_reply_seconds=PLAY_REPLY_LIMIT_SECONDS)
-    return make_agent(name, options)
-
-
-ESTIMATE_MEASURES = {
-    "mean": "the mean final point difference for you (yours minus the AI's) over {samples} "
-            "draw(s) of the hidden cards",
-    "advantage": "the {agent} agent's own score of each play: its predicted advantage over "
-                 "the average of your plays, in points (learned from play, from your view "
-                 "of the table)",
-}
-"""What an agent's estimates are, by measure (:func:`agent_estimates`), as the hint says it."""
-
-
-def agent_estimates(agent: Any, obs: Any) -> tuple[list[Any] | None, str]:
-    """The hidden-hand ``agent``'s evaluation of the mover's legal plays in ``obs`` and its
-    measure (a key of :data:`ESTIMATE_MEASURES`), from that observation only.
-
-    ``"mean"``: the agent's :meth:`estimates` (final points difference, mover's side).
-    ``"advantage"``: for the ``hidden-model`` agent, which has no such estimates, its model's
-    score of each play (the predicted advantage in points over the mean of the legal plays;
-    the play it would choose scores highest). ``(None, "")``: the agent evaluates nothing.
-    """
-    estimates = agent.estimates(obs)
-    if estimates is not None:
-        return list(estimates), "mean"
-    from tensorcfr.games.pasur.learning.hidden_model import HiddenModelAgent, decision_rows
-
-    if isinstance(agent, HiddenModelAgent):
-        import numpy as np
-
-        from tensorcfr.games.pasur.playing.agent import PlayEstimate
-
-        legal, rows = decision_rows(obs)
-        scores = agent.model.predict(np.asarray(rows, dtype=np.float32))
-        return [PlayEstimate(action=a, value=float(v), samples=1)
-                for a, v in zip(legal, scores)], "advantage"
-    return None, ""
-
-
-def _r2(x: float) -> float:
-    """An estimate rounded to 2 decimals for display (points)."""
-    return round(float(x), 2)
-
 
 class GameSession:
     """One game: a deal, the mode, the human's seat, an AI, and the positions played so far.
@@ -589,7 +228,8 @@ class GameSession:
         human: the human's seat, ``"alex"``/``"bob"`` or 0/1.
         ai: the AI's name (see :func:`ai_names`; default :func:`default_ai` of the mode);
             ``player`` (open) or ``agent`` (hidden) overrides the object that plays.
-        mode: ``"hidden"`` (the real game) or ``"open"`` (double-dummy study mode).
+        mode: :attr:`Mode.HIDDEN` (the real game) or :attr:`Mode.OPEN` (double-dummy study
+            mode); a string is parsed (one-line error for any other).
         solutions: the shared :class:`SolutionCache` (exact hints, analysis, the exact AI).
         ai_seed: seed of the AI's random draws (same seed and same plays, same game).
         seed: the seed of the deal when it is a seeded random deal (recorded; shown only
@@ -600,7 +240,7 @@ class GameSession:
     """
 
     def __init__(self, deal: Sequence[int], human: str | int = "alex", ai: str | None = None,
-                 *, mode: str = DEFAULT_MODE, solutions: SolutionCache | None = None,
+                 *, mode: Mode | str = DEFAULT_MODE, solutions: SolutionCache | None = None,
                  player: PlayerLike | None = None, agent: Any = None,
                  ai_seed: int | None = 0, seed: int | None = None, model: str | None = None,
                  table: str | None = None, device: str = "cpu",
@@ -608,7 +248,7 @@ class GameSession:
                  practice: bool = False) -> None:
         self.deal = validate_deal(deal)
         self.practice = bool(practice)
-        self.mode = check_mode(mode)
+        self.mode = Mode.parse(mode)
         self.human = seat_index(human)
         self.ai_name: str | None = ai if ai is not None else default_ai(self.mode)
         self.seed = seed
@@ -618,7 +258,7 @@ class GameSession:
         self.solutions = solutions if solutions is not None else SolutionCache()
         self.player: PlayerLike | None = None
         self.agent: Any = None
-        if self.mode == "hidden" and player is None:
+        if self.mode is Mode.HIDDEN and player is None:
             self.agent = agent if agent is not None else make_hidden_agent(
                 self.ai_name, device=device, options=agent_options)
             self.agent.reset(self.ai_seed)
@@ -630,9 +270,7 @@ class GameSession:
         self.states: list[GameState] = [initial_state(self.deal)]
         self.plays: list[PlayInfo] = []
         self.imported = False
-        self._advisor: Any = None  # a second agent of the same name: hints and the analysis
-        self._estimates: dict[tuple[Any, ...], Any] = {}
-        self._estimate_measure = "mean"  # what the agent's estimates are (agent_estimates)
+        self._advice: AgentAdvice | None = None  # the agent's estimates (hints, analysis)
 
     # ----------------------------------------------------------------- construction
 
@@ -657,9 +295,9 @@ class GameSession:
             human = seat_index(human_raw) if human_raw is not None else 0
         except TensorCFRError:
             human = 0
-        mode = meta.get("mode") if meta.get("mode") in MODES else "open"
-        session = cls(record.deal, human, "random", mode="open", solutions=solutions,
-                      player=_UniformPlayer())
+        mode = Mode(meta["mode"]) if meta.get("mode") in Mode._value2member_map_ else Mode.OPEN
+        session = cls(record.deal, human, "random", mode=Mode.OPEN, solutions=solutions,
+                      player=UniformPlayer())
         session.mode = mode
         ai_raw = meta.get("ai")
         session.ai_name = ai_raw if isinstance(ai_raw, str) and ai_raw in ai_names(mode) \
@@ -728,7 +366,7 @@ class GameSession:
     def ai_sees_everything(self) -> bool:
         """Whether the AI sees the human's hand: always in open mode; in hidden mode only the
         cheating reference agent ``exact`` does."""
-        if self.mode == "open":
+        if self.mode is Mode.OPEN:
             return True
         return bool(getattr(self.agent, "sees_everything", False))
 
@@ -800,7 +438,7 @@ class GameSession:
     def can_undo(self) -> bool:
         """Whether :meth:`undo` would take a play back: open hands only (in hidden hands a
         play taken back shows the AI's answer to another play, and so its cards)."""
-        if self.imported or self.mode == "hidden":
+        if self.imported or self.mode is Mode.HIDDEN:
             return False
         return any(p.by == "human" for p in self.plays)
 
@@ -809,7 +447,7 @@ class GameSession:
 
         Raises :class:`HiddenCardsError` in hidden mode (:data:`NO_UNDO_HIDDEN`), and
         :class:`IllegalMoveError` when there is nothing to take back."""
-        if self.mode == "hidden" and not self.imported:
+        if self.mode is Mode.HIDDEN and not self.imported:
             raise HiddenCardsError(NO_UNDO_HIDDEN)
         if not self.can_undo:
             if self.imported:
@@ -824,201 +462,56 @@ class GameSession:
                 break
         return undone
 
-    # ----------------------------------------------------------------- the agent's estimates
+    # ----------------------------------------------------------------- hints and analysis
 
-    def _advisor_agent(self) -> Any:
-        """A second agent of the AI's name (its draws apart from the playing agent's), or
-        None when the game has no hidden-hand agent."""
-        if self.mode != "hidden" or self.ai_name is None:
+    def advice(self) -> AgentAdvice | None:
+        """The agent's estimates of this game's positions (:class:`AgentAdvice`, built when
+        first asked), or None when the game has no hidden-hand agent."""
+        if self.mode is not Mode.HIDDEN or self.ai_name is None:
             return None
-        if self._advisor is None:
-            self._advisor = make_hidden_agent(self.ai_name, device=self.device,
-                                              options=self.agent_options)
-        return self._advisor
+        if self._advice is None:
+            self._advice = AgentAdvice(self.ai_name, self.ai_seed, device=self.device,
+                                       options=self.agent_options)
+        return self._advice
 
     def estimates_at(self, index: int) -> list[Any] | None:
         """The hidden-hand agent's estimates of the legal plays at position ``index``, from
         the mover's observation (``PlayEstimate`` list, mover's side), or None when the agent
-        gives none. Cached per position; the agent's draws are seeded by the position, so the
-        same position gets the same estimates."""
-        advisor = self._advisor_agent()
-        if advisor is None:
-            return None
-        state = self.states[index]
-        key = (index, tuple(state.history))
-        if key not in self._estimates:
-            advisor.reset((self.ai_seed * 1_000_003 + 7919 * (index + 1)) % (SEED_MAX + 1))
-            estimates, measure = agent_estimates(advisor, observe(state, state.player))
-            self._estimates[key] = estimates
-            if estimates is not None:
-                self._estimate_measure = measure
-        return self._estimates[key]
-
-    def estimate_text(self, samples: int) -> str:
-        """What the values of this game's estimates are (:data:`ESTIMATE_MEASURES`)."""
-        return ESTIMATE_MEASURES[self._estimate_measure].format(samples=samples,
-                                                                agent=self.ai_name)
-
-    def _estimate_rows(self, estimates: Sequence[Any]) -> list[dict[str, Any]]:
-        best = max(e.value for e in estimates)
-        return [{**action_json(e.action), "value": _r2(e.value), "loss": _r2(best - e.value),
-                 "best": e.value == best, "samples": int(e.samples)} for e in estimates]
-
-    # ----------------------------------------------------------------- hints
+        gives none (:meth:`AgentAdvice.estimates_at`)."""
+        advice = self.advice()
+        return None if advice is None else advice.estimates_at(self.states, index)
 
     def hint_report(self, at: int | None = None) -> dict[str, Any]:
-        """What the Hint button shows for position ``at`` (default: now).
+        """What the Hint button shows for position ``at`` (:func:`analysis.hint_report`)."""
+        return analysis.hint_report(self, at)
 
-        ``kind`` ``"exact"``: open mode, or any position of a finished game: :meth:`hints`.
-        ``"estimate"``: hidden mode during the game: the agent's estimates of the human's
-        legal plays from the human's observation (``measure`` ``"mean"``: ``value`` is the
-        mean final point difference for the human over ``samples`` draws; ``"advantage"``:
-        the hidden-model's score, points over the average play; ``what`` says it in words;
-        ``loss``: against the best estimate). ``"none"``: the agent gives no estimates
-        (``message`` says so). Raises :class:`IllegalMoveError` at the AI's turn of a hidden
-        game (its plays would show its hand).
-        """
-        state = self._state_at(at)
-        if state.is_terminal:
-            raise IllegalMoveError("the game is over: no plays to hint")
-        if at is not None and not self.over:
-            raise IllegalMoveError("only a finished game can be stepped through")
-        out: dict[str, Any] = {"at": state.play_index, "player": PLAYERS[state.player],
-                               "agent": self.ai_name}
-        if self.mode == "open" or self.over:
-            return {**out, "kind": "exact", "hints": self.hints(at)}
-        if state.player != self.human:
-            raise IllegalMoveError("hints are for your own turn")
-        estimates = self.estimates_at(len(self.states) - 1)
-        if estimates is None:
-            return {**out, "kind": "none", "hints": [],
-                    "message": f"the {self.ai_name} agent gives no estimates (play against "
-                               "pimc for estimated hints)"}
-        samples = max(int(e.samples) for e in estimates)
-        return {**out, "kind": "estimate", "hints": self._estimate_rows(estimates),
-                "samples": samples, "measure": self._estimate_measure,
-                "what": self.estimate_text(samples)}
+    def hints(self, at: int | None = None) -> list[dict[str, Any]]:
+        """Every legal play at ``at`` with its exact value (:func:`analysis.exact_hints`)."""
+        return analysis.exact_hints(self, at)
 
-    # ----------------------------------------------------------------- exact values
+    def analysis(self) -> dict[str, Any]:
+        """The end-of-game analysis (:func:`analysis.game_analysis`)."""
+        return analysis.game_analysis(self)
 
     def solution_ready(self) -> bool:
+        """Whether the deal's exact solution is cached (open hands only: see :meth:`view`)."""
         return self.solutions.is_ready(self.deal)
 
-    def _exact_allowed(self) -> None:
-        if self.mode == "hidden" and not self.over:
+    def require_exact_allowed(self) -> None:
+        """The one check before exact values: :class:`HiddenCardsError` in hidden mode
+        before the game is over (they reveal the hidden cards)."""
+        if self.mode is Mode.HIDDEN and not self.over:
             raise HiddenCardsError("exact values reveal the hidden cards: hints give the "
                                    "agent's estimates, and the exact analysis comes after the "
                                    "game in hidden-hand mode")
 
-    def hints(self, at: int | None = None) -> list[dict[str, Any]]:
-        """Every legal play at position ``at`` (default: now) with its exact value.
-
-        ``value`` is the final point difference for the player to move (their points minus
-        the other's) if that play is made and both play optimally afterwards; ``loss`` is
-        the points it gives away against the best play (0 for every optimal play). Raises
-        :class:`HiddenCardsError` in hidden mode before the game is over.
-        """
-        self._exact_allowed()
-        state = self._state_at(at)
-        if state.is_terminal:
-            raise IllegalMoveError("the game is over: no plays to hint")
-        values = self.solutions.get(self.deal).action_values(state)
-        sign = 1 if state.player == 0 else -1
-        best = max(sign * v for _, v in values)
-        return [{**action_json(a), "value": sign * v, "loss": best - sign * v,
-                 "best": sign * v == best} for a, v in values]
-
-    def _state_at(self, at: int | None) -> GameState:
+    def state_at(self, at: int | None) -> GameState:
+        """The position before play ``at`` (default: now); one-line error if there is none."""
         if at is None:
             return self.state
         if not 0 <= at < len(self.states):
             raise IllegalMoveError(f"position {at} does not exist (0..{len(self.states) - 1})")
         return self.states[at]
-
-    def analysis(self) -> dict[str, Any]:
-        """The end-of-game analysis (also for an unfinished open game: the plays so far).
-
-        Keys: ``final`` (both score breakdowns and ``utility``, Alex minus Bob),
-        ``exact_value`` (the deal's value under optimal play, Alex minus Bob), ``human`` and,
-        from the human's side, ``human_result`` and ``human_exact``; ``human_cost`` and
-        ``ai_cost`` (points given away by each side against optimal play) and ``plays``: one
-        row per play with its ``cost`` for its mover (0 = an optimal play), the
-        ``best`` plays there, their ``best_value`` (mover's side) and ``value_alex`` (the
-        position's exact value before the play, Alex's side). Identity:
-        ``utility = exact_value - alex_cost + bob_cost``.
-
-        In hidden mode, ``estimate`` sums up the agent's view (``agent``, ``available``,
-        ``human_cost``: the points the human's plays gave away against the agent's estimate
-        at that moment, what a player could have known) and each human play's row has
-        ``estimate_value``, ``estimate_cost``, ``estimate_best`` and ``samples``. Raises
-        :class:`HiddenCardsError` in hidden mode before the game is over.
-        """
-        self._exact_allowed()
-        solution = self.solutions.get(self.deal)
-        rows = []
-        costs = [0, 0]
-        for info, state in zip(self.plays, self.states):
-            values = solution.action_values(state)
-            sign = 1 if state.player == 0 else -1
-            best = max(sign * v for _, v in values)
-            played = next(sign * v for a, v in values if a == info.action)
-            cost = best - played
-            costs[info.player] += cost
-            rows.append({**info.as_dict(), "cost": cost, "value": played,
-                         "best_value": best, "value_alex": sign * best,
-                         "alternatives": len(values),
-                         "best": [a.notation() for a, v in values if sign * v == best]})
-        alex, bob = score(self.state)
-        sign_h = 1 if self.human == 0 else -1
-        utility = alex.total - bob.total
-        out = {
-            "mode": self.mode,
-            "ai": self.ai_name,
-            "over": self.over,
-            "final": {"Alex": alex.as_dict(), "Bob": bob.as_dict(), "utility": utility},
-            "exact_value": int(solution.value),
-            "human": PLAYERS[self.human] if self.human_known else None,
-            "human_result": sign_h * utility,
-            "human_exact": sign_h * int(solution.value),
-            "human_cost": costs[self.human],
-            "ai_cost": costs[self.ai_seat],
-            "cost": {"Alex": costs[0], "Bob": costs[1]},
-            "plays": rows,
-        }
-        if self.mode == "hidden":
-            out["estimate"] = self._estimate_analysis(rows)
-        return out
-
-    def _estimate_analysis(self, rows: list[dict[str, Any]]) -> dict[str, Any]:
-        """Adds the agent's estimate columns to the human's rows; returns the summary."""
-        summary: dict[str, Any] = {"agent": self.ai_name, "available": False,
-                                   "human_cost": None}
-        if self.ai_name is None:
-            summary["message"] = "the record does not name a hidden-hand agent"
-            return summary
-        if not self.human_known:
-            summary["message"] = "the record does not say which side was the human"
-            return summary
-        total = 0.0
-        for index, row in enumerate(rows):
-            if self.plays[index].player != self.human:
-                continue
-            estimates = self.estimates_at(index)
-            if estimates is None:
-                summary["message"] = (f"the {self.ai_name} agent gives no estimates (play "
-                                      "against pimc for estimated hints)")
-                return summary
-            best = max(e.value for e in estimates)
-            played = next((e for e in estimates if e.action == self.plays[index].action), None)
-            if played is None:  # pragma: no cover - an agent that skips a legal play
-                continue
-            row["estimate_value"] = _r2(played.value)
-            row["estimate_cost"] = _r2(best - played.value)
-            row["estimate_best"] = [e.action.notation() for e in estimates if e.value == best]
-            row["samples"] = int(played.samples)
-            total += best - played.value
-        summary.update(available=True, human_cost=_r2(total), measure=self._estimate_measure)
-        return summary
 
     # ----------------------------------------------------------------- records
 
@@ -1063,10 +556,10 @@ class GameSession:
 
     # ----------------------------------------------------------------- views
 
-    def visibility(self) -> str:
-        """What the human may see now: ``"open"`` (open mode, or a finished game: everything
-        is revealed) or ``"hidden"``."""
-        return "open" if self.mode == "open" or self.over else "hidden"
+    def visibility(self) -> Mode:
+        """What the human may see now: :attr:`Mode.OPEN` (open mode, or a finished game:
+        everything is revealed) or :attr:`Mode.HIDDEN`."""
+        return Mode.OPEN if self.mode is Mode.OPEN or self.over else Mode.HIDDEN
 
     def rounds_to_come(self, state: GameState) -> list[dict[str, Any]]:
         """The hands of the rounds after ``state``'s round (open hands only): one
@@ -1077,7 +570,7 @@ class GameSession:
             out.append({"round": r + 1, "Alex": list(alex), "Bob": list(bob)})
         return out
 
-    def view(self, seat: str | int | None = None, *, visibility: str | None = None,
+    def view(self, seat: str | int | None = None, *, visibility: Mode | str | None = None,
              at: int | None = None) -> dict[str, Any]:
         """Everything a client sitting at ``seat`` (default: the human's) may see.
 
@@ -1091,14 +584,13 @@ class GameSession:
         """
         if visibility is None:
             visibility = self.visibility()
-        if visibility not in VISIBILITIES:
-            raise ValueError(f"visibility must be one of {VISIBILITIES}")
+        visibility = Mode.parse(visibility, "visibility")
         me = self.human if seat is None else seat_index(seat)
         if at is not None and self.imported is False and not self.over:
             raise IllegalMoveError("only a finished game can be stepped through")
         index = len(self.states) - 1 if at is None else at
-        state = self._state_at(index)
-        open_hands = visibility == "open"
+        state = self.state_at(index)
+        open_hands = visibility is Mode.OPEN
         stepping = index != len(self.states) - 1
         your_turn = (not stepping and not state.is_terminal and state.player == me
                      and not self.imported)
@@ -1127,7 +619,7 @@ class GameSession:
             "ai": self.ai_name,
             "ai_sees_your_hand": self.ai_sees_everything,
             "imported": self.imported,
-            "practice": self.practice and self.mode == "hidden",
+            "practice": self.practice and self.mode is Mode.HIDDEN,
             "seed": self.seed if open_hands else None,
             "at": index,
             "num_positions": len(self.states),
@@ -1158,7 +650,3 @@ class GameSession:
             out["deal"] = list(self.deal)
             out["rounds_to_come"] = self.rounds_to_come(state)
         return out
-
-
-def card_codes(cards: Sequence[int]) -> list[str]:
-    return [card_code(c) for c in cards]

@@ -27,6 +27,7 @@ from rich.text import Text
 from tensorcfr.games.pasur.engine.cards import card_code, parse_card
 from tensorcfr.errors import TensorCFRError
 from tensorcfr.games.pasur.engine.rules import PLAYERS, Action, illegal_reason
+from tensorcfr.games.pasur.vocab import Mode
 from tensorcfr.play.session import GameSession, IllegalMoveError
 from tensorcfr.utils.interrupts import Terminated
 from tensorcfr.utils.io import write_text_or_elsewhere
@@ -89,8 +90,8 @@ class TerminalGame:
         self.console = console
         self.read = read or console.input
         self.record_path = record_path
-        self.help = HELP_HIDDEN if session.mode == "hidden" else HELP
-        self.commands = "hint, quit" if session.mode == "hidden" else "hint, undo, quit"
+        self.help = HELP_HIDDEN if session.mode is Mode.HIDDEN else HELP
+        self.commands = "hint, quit" if session.mode is Mode.HIDDEN else "hint, undo, quit"
 
     # ----------------------------------------------------------------- drawing
 
@@ -148,10 +149,10 @@ class TerminalGame:
 
     def show_hints(self) -> None:
         s = self.session
-        if s.mode == "open" and not s.solution_ready():
+        if s.mode is Mode.OPEN and not s.solution_ready():
             with self.console.status("solving the deal exactly (about a second)..."):
                 report = s.hint_report()
-        elif s.mode == "hidden":
+        elif s.mode is Mode.HIDDEN:
             with self.console.status(f"the {s.ai_name} agent is thinking..."):
                 report = s.hint_report()
         else:
@@ -299,7 +300,7 @@ class TerminalGame:
         """Play until the end or ``quit``; returns 0 (finished) or 1 (quit)."""
         s = self.session
         c = self.console
-        if s.mode == "open":
+        if s.mode is Mode.OPEN:
             c.print(f"Pasur, open hands: you are [bold]{PLAYERS[s.human]}[/], the {s.ai_name} "
                     f"AI is {PLAYERS[s.ai_seat]}. {self.help}.", highlight=False)
         else:
@@ -318,7 +319,7 @@ class TerminalGame:
         self.draw_table()
         while not s.over:
             if s.ai_to_move:
-                if s.ai_name == "exact" and s.mode == "open" and not s.solution_ready():
+                if s.ai_name == "exact" and s.mode is Mode.OPEN and not s.solution_ready():
                     with c.status("solving the deal exactly (once, about a second)..."):
                         info = s.ai_play()
                 else:

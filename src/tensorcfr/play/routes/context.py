@@ -13,15 +13,17 @@ from typing import Any, Callable
 from fastapi import HTTPException, Request
 
 from tensorcfr.errors import TensorCFRError
-from tensorcfr.play.limits import AnalysisCache, Busy, WorkGate, analysis_key
-from tensorcfr.play.session import (
-    HiddenCardsError,
-    PlayerCache,
-    SolutionCache,
+from tensorcfr.games.pasur.vocab import Mode
+from tensorcfr.play.caches import AnalysisCache, PlayerCache, SolutionCache, analysis_key
+from tensorcfr.play.limits import Busy, WorkGate
+from tensorcfr.play.opponents import (
+    ai_description,
     ai_names,
-    hidden_agent_names,
+    ai_sees_your_hand,
+    check_ai,
     make_hidden_agent,
 )
+from tensorcfr.play.session import HiddenCardsError
 from tensorcfr.play.store import GameStore
 
 __all__ = ["ServerContext", "bad", "server_context"]
@@ -34,31 +36,13 @@ def bad(message: str, code: int = 400) -> HTTPException:
     return HTTPException(status_code=code, detail=message)
 
 
-OPEN_AI_DESCRIPTIONS = {
-    "exact": "plays an optimal move (exact minimax solution of the deal)",
-    "random": "plays a uniformly random legal move",
-    "table": "plays the DCFR strategy table",
-    "model": "plays the learned XGBoost policy",
-}
-AGENT_DESCRIPTIONS = {
-    "random": "plays a uniformly random legal move",
-    "greedy": "takes the play worth most points now",
-    "pimc": "draws the hidden cards many times and plays the best play on average "
-            "(perfect-information Monte Carlo)",
-    "pimc-infer": "PIMC with draws weighted by what your plays suggest about your hand",
-    "hidden-model": "plays a policy learned from hidden-hand self-play",
-    "ismcts": "information-set Monte Carlo tree search",
-    "exact": "cheats: sees every card and plays the open-hands optimum (a reference)",
-}
-
-
 @dataclass
 class ServerContext:
     """The server's state and options (one per application)."""
 
     store: GameStore
     solutions: SolutionCache
-    mode: str  # the mode new games start in
+    mode: Mode  # the mode new games start in
     players: PlayerCache = field(default_factory=lambda: PlayerCache(max_size=4))
     table: str | None = None
     model: str | None = None
@@ -71,46 +55,45 @@ class ServerContext:
         max_running=4, max_waiting=16, what="AI replies and hints"))
 
     def __post_init__(self) -> None:
-        for name in hidden_agent_names():
+        for name in ai_names(Mode.HIDDEN):
             try:
                 make_hidden_agent(name, device=self.device)
             except TensorCFRError as exc:
                 self.agent_errors[name] = str(exc)
 
-    def available(self, mode: str, name: str) -> bool:
-        if mode == "hidden":
+    def available(self, mode: Mode, name: str) -> bool:
+        """Whether the AI ``name`` of ``mode`` can be played now (built, its files given)."""
+        if mode is Mode.HIDDEN:
             return name not in self.agent_errors
         return {"table": self.table is not None, "model": self.model is not None}.get(name, True)
 
-    def ai_offers(self, mode: str) -> list[dict[str, Any]]:
-        """The AIs of ``mode`` as the page lists them."""
+    def ai_offers(self, mode: Mode) -> list[dict[str, Any]]:
+        """The AIs of ``mode`` as the page lists them, each with the registry's line."""
         out = []
         for name in ai_names(mode):
-            if mode == "hidden":
-                text = AGENT_DESCRIPTIONS.get(name, "a hidden-hand agent")
-            else:
-                text = OPEN_AI_DESCRIPTIONS.get(name, "")
-                if name == "table" and self.table:
-                    text += f" in {self.table}"
-                if name == "model" and self.model:
-                    text += f" in {self.model}"
+            text = ai_description(mode, name)
+            if mode is Mode.OPEN and name == "table" and self.table:
+                text += f" in {self.table}"
+            if mode is Mode.OPEN and name == "model" and self.model:
+                text += f" in {self.model}"
             offer = {"name": name, "available": self.available(mode, name), "description": text,
-                     "sees_your_hand": mode == "open" or name == "exact"}
-            if name in self.agent_errors and mode == "hidden":
+                     "sees_your_hand": ai_sees_your_hand(mode, name)}
+            if name in self.agent_errors and mode is Mode.HIDDEN:
                 offer["why_not"] = self.agent_errors[name]
             out.append(offer)
         return out
 
-    def check_ai(self, mode: str, name: str) -> None:
-        """A 400 when ``name`` is not offered in ``mode`` or not loaded."""
-        names = ai_names(mode)
-        if name not in names:
-            raise bad(f"ai: unknown AI {name!r} for {mode} hands: choose one of "
-                      f"{', '.join(names)}")
-        if mode == "open" and not self.available(mode, name):
+    def check_ai(self, mode: Mode, name: str) -> None:
+        """A 400 when ``name`` is not offered in ``mode`` (:func:`check_ai`, the one check
+        of a name) or not loaded."""
+        try:
+            check_ai(mode, name, "ai:")
+        except TensorCFRError as exc:
+            raise bad(str(exc)) from None
+        if mode is Mode.OPEN and not self.available(mode, name):
             flag = "--table DIR" if name == "table" else "--model DIR"
             raise bad(f"the {name} AI is not available: start the server with {flag}")
-        if mode == "hidden" and name in self.agent_errors:
+        if mode is Mode.HIDDEN and name in self.agent_errors:
             raise bad(f"the {name} agent is not available: {self.agent_errors[name]}")
 
     def entry(self, game_id: str) -> Any:

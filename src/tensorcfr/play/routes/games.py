@@ -13,26 +13,22 @@ from tensorcfr.errors import TensorCFRError
 from tensorcfr.games.pasur.engine.rules import parse_deal
 from tensorcfr.play.routes.context import ServerContext, bad, server_context
 from tensorcfr.play.routes.models import Message, NewGameRequest, PlayRequest
-from tensorcfr.play.session import MODES, GameSession, default_ai, new_deal
+from tensorcfr.games.pasur.vocab import Mode
+from tensorcfr.play.opponents import default_ai
+from tensorcfr.play.session import GameSession, new_deal
 
 router = APIRouter(prefix="/api", tags=["games"])
 Context = Depends(server_context)
 ERRORS = {400: {"model": Message}, 404: {"model": Message}}
-
-MODE_NOTES = {
-    "hidden": "hidden hands: each side sees only its own hand, the pool and the cards played",
-    "open": "open hands (double-dummy): both players see every card of the deal",
-}
-
 
 @router.get("/options", summary="The modes, the AIs offered and the server's limits")
 def options(ctx: ServerContext = Context) -> dict[str, Any]:
     return {
         "version": __version__,
         "mode": ctx.mode,
-        "mode_note": MODE_NOTES[ctx.mode],
-        "modes": [{"name": m, "note": MODE_NOTES[m], "default_ai": default_ai(m),
-                   "ais": ctx.ai_offers(m)} for m in MODES],
+        "mode_note": ctx.mode.note,
+        "modes": [{"name": m, "note": m.note, "default_ai": default_ai(m),
+                   "ais": ctx.ai_offers(m)} for m in Mode],
         "ais": ctx.ai_offers(ctx.mode),
         "table_deal": ctx.table_deal,
         "max_games": ctx.store.max_games,
@@ -57,7 +53,7 @@ def new_game(req: NewGameRequest, ctx: ServerContext = Context) -> dict[str, Any
                               practice=choice.chosen)
     except TensorCFRError as exc:
         raise bad(str(exc)) from None
-    if session.mode == "open":
+    if session.mode is Mode.OPEN:
         ctx.solutions.prefetch(session.deal)  # hints and the exact AI need it: start now
     gid = ctx.store.add(session)
     return ctx.view(gid, session)
@@ -104,7 +100,7 @@ def undo(game_id: str, ctx: ServerContext = Context) -> dict[str, Any]:
 def play_on(game_id: str, at: int = Query(..., ge=0, le=47),
             ctx: ServerContext = Context) -> dict[str, Any]:
     session = ctx.run(game_id, lambda s: s.play_on(at))
-    if session.mode == "open":
+    if session.mode is Mode.OPEN:
         ctx.solutions.prefetch(session.deal)
     gid = ctx.store.add(session)
     return ctx.view(gid, session)

@@ -8,6 +8,7 @@ from typing import Annotated, List, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from tensorcfr.games.pasur.vocab import Mode
 from tensorcfr.play.session import SEED_MAX
 
 __all__ = ["Message", "NewGameRequest", "PlayRequest"]
@@ -25,9 +26,11 @@ class NewGameRequest(BaseModel):
     seed: Optional[Seed] = Field(None, description="the seeded random deal (tensorcfr pasur deal)")
     deal: Optional[Union[str, List[int]]] = Field(
         None, description="52 card codes pool first (\"Ac As 9d Kd ...\") or 52 indices")
-    mode: Optional[Literal["hidden", "open"]] = Field(
-        None, description="hidden hands (the real game) or open hands (double-dummy); "
-                          "default: the server's --mode")
+    # not strict: a JSON body has no Mode object, only its string ("hidden" or "open", no
+    # other spelling or type: the enum's lax mode takes exactly its values)
+    mode: Optional[Mode] = Field(
+        None, strict=False, description="hidden hands (the real game) or open hands "
+                                        "(double-dummy); default: the server's --mode")
     human: Literal["alex", "bob", "Alex", "Bob"] = "alex"
     ai: Optional[str] = Field(None, max_length=40, description=(
         "the opponent: a hidden-hand agent (hidden mode) or an open-hands AI (open mode); "
