@@ -80,13 +80,14 @@ def _level_values(child_start: np.ndarray, values_parent: np.ndarray,
 def _level_regrets(child_start: np.ndarray, values_parent: np.ndarray,
                    values_child: np.ndarray, slot: np.ndarray, all_below: bool,
                    reach: np.ndarray, offset: int, player: int, chance: np.ndarray,
-                   has_chance: bool, regrets: np.ndarray, own_sums: np.ndarray,
-                   instant: np.ndarray, has_instant: bool,
+                   has_chance: bool, regrets: np.ndarray, action_infoset: np.ndarray,
+                   own_infoset: np.ndarray, instant: np.ndarray, has_instant: bool,
                    one: float) -> None:  # pragma: no cover - compiled
     """The regret update of ``player`` on the edges into one level: for every decision
     node ``h`` of the player (children with ``slot >= 0``; every node with ``all_below``),
     ``r = (v(ha) - v(h)) x cf_reach(h)`` added into ``regrets[slot]`` (and ``instant``)
-    and ``h``'s own reach into ``own_sums[slot]``, child by child.  ``cf_reach(h)`` is
+    child by child, and ``h``'s own reach into ``own_infoset`` at its infoset (one edge per
+    history and action: the sum of every slot of the infoset, added in the same order).  ``cf_reach(h)`` is
     multiplied in OpenSpiel's order: the players before ``player`` left to right, times
     (the players after it, then chance) left to right; ``reach`` [P, stored nodes], the
     level's nodes at ``offset``."""
@@ -105,14 +106,21 @@ def _level_regrets(child_start: np.ndarray, values_parent: np.ndarray,
         if has_chance:
             after = after * chance[h]
         counterfactual = before * after
-        own = reach[player, offset + h]
+        own_infoset[action_infoset[slot[c0]]] += reach[player, offset + h]
         for c in range(c0, c1):
             s = slot[c]
             regret = (values_child[c] - value) * counterfactual
             if has_instant:
                 instant[s] += regret
             regrets[s] += regret
-            own_sums[s] += own
+
+
+@_njit
+def _expand(out: np.ndarray, per_infoset: np.ndarray,
+            action_infoset: np.ndarray) -> None:  # pragma: no cover - compiled
+    """``out[s] = per_infoset[action_infoset[s]]``."""
+    for s in range(out.shape[0]):
+        out[s] = per_infoset[action_infoset[s]]
 
 
 @_njit
@@ -280,6 +288,7 @@ class NumbaPasses:
             self.forward_steps.append(steps)
         self.regrets = [t.numpy() for t in solver._regret_views]
         self.own_sums = [t.numpy() for t in solver._own_reach_sums]
+        self.own_infoset = [np.zeros(t.shape[0], dtype=dtype) for t in solver._infoset_totals]
         self.instant = ([t.numpy() for t in solver._prediction_views]
                         if solver.variant.predictive else [empty] * n_players)
         self.action_infoset = [t.numpy() for t in flat.local_action_infoset]
@@ -292,8 +301,9 @@ class NumbaPasses:
         its instantaneous regrets added into its cumulative regrets (level by level,
         top-down, as the torch path),
         its own reach per slot into the solver's own-reach buffer (zeroed first)."""
-        own_sums = self.own_sums[player]
-        own_sums[:] = 0.0
+        own_infoset = self.own_infoset[player]
+        own_infoset[:] = 0.0
+        action_infoset = self.action_infoset[player]
         instant = self.instant[player]
         has_instant = instant.shape[0] > 0
         if has_instant:
@@ -303,7 +313,9 @@ class NumbaPasses:
         for step in self.values_steps[player]:
             _level_values(*step, zero)
         for step in self.regret_steps[player]:
-            _level_regrets(*step, regrets, own_sums, instant, has_instant, one)
+            _level_regrets(*step, regrets, action_infoset, own_infoset, instant, has_instant,
+                           one)
+        _expand(self.own_sums[player], own_infoset, action_infoset)
 
     def regret_matching(self, player: int, regrets: np.ndarray) -> None:
         """The current strategy of ``player`` from ``regrets`` (its view, or PCFR+'s sum)."""
