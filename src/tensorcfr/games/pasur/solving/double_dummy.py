@@ -57,6 +57,7 @@ DEFAULT_TABLE_BITS = 18
 the positions a search from the first play visits)."""
 _TOTAL_CARD_POINTS = 13  # 4 Aces, 4 Jacks, 10♦ (3), 2♣ (2)
 _POINT_VALUE = {c: 1 for c in (*ACES, *JACKS)} | {TEN_OF_DIAMONDS: 3, TWO_OF_CLUBS: 2}
+_SUBSET_SLOTS = (np.arange(16)[:, None] >> np.arange(4)) & 1  # [16, 4]: slot j in mask m
 
 ActionValues = list[tuple[rules.Action, int]]
 
@@ -100,19 +101,32 @@ class DoubleDummySolver:
         self._out_cap = np.zeros(k.MAX_MOVES, dtype=np.int64)
         self._out_value = np.zeros(k.MAX_MOVES, dtype=np.int64)
         self._frame = np.zeros((rules.NUM_PLAYS + 1, k.NUM_FRAME_COLUMNS), dtype=np.int64)
-        self._scratch = np.zeros((4, 52), dtype=np.int64)
-        self._stats = np.zeros(2, dtype=np.int64)
+        self._scratch = np.zeros((5, k.MAX_MOVES), dtype=np.int64)
+        self._stats = np.zeros(4, dtype=np.int64)
         self._gen = 0
         self.nodes = 0
         """Positions the last call searched (its transposition-table hits included)."""
+        self.searches = 0
+        """Zero-window searches the last call made (MTD(f) steps, over all its plays)."""
 
     # ------------------------------------------------------------------ helpers
 
-    def _position(self, state: rules.GameState) -> tuple[np.ndarray, tuple[int, ...]]:
-        """The kernel's hands table [6, 2, 4] and position integers of ``state``."""
+    def _position(self, state: rules.GameState
+                  ) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
+        """The kernel's hands table [6, 2, 4] (each round's hands, sorted), masks table
+        [6, 33] (per round: the cards dealt after it; Alex's then Bob's hand as a card mask
+        for each 4-bit mask of its slots) and the position integers of ``state``."""
         deal = state.deal
         hands = np.sort(np.asarray(deal[4:], dtype=np.int64).reshape(rules.NUM_ROUNDS, 2, 4),
                         axis=-1)
+        bits = np.left_shift(np.int64(1), hands)  # [6, 2, 4]
+        masks = np.zeros((rules.NUM_ROUNDS, 33), dtype=np.int64)
+        dealt_after = 0
+        for r in range(rules.NUM_ROUNDS - 1, -1, -1):
+            masks[r, 0] = dealt_after
+            dealt_after |= int(np.bitwise_or.reduce(bits[r].reshape(-1)))
+        masks[:, 1:17] = (bits[:, 0, None, :] * _SUBSET_SLOTS).sum(-1)
+        masks[:, 17:33] = (bits[:, 1, None, :] * _SUBSET_SLOTS).sum(-1)
         r = state.play_index // rules.PLAYS_PER_ROUND
         rels = []
         for p in (rules.ALEX, rules.BOB):
@@ -131,8 +145,8 @@ class DoubleDummySolver:
         for c in state.pool:
             pool |= 1 << c
         last = -1 if state.last_capturer is None else int(state.last_capturer)
-        return hands, (state.play_index, pool, rels[0], rels[1], clubs[0], clubs[1], last,
-                       _TOTAL_CARD_POINTS - scored)
+        return hands, masks, (state.play_index, pool, rels[0], rels[1], clubs[0], clubs[1],
+                              last, _TOTAL_CARD_POINTS - scored)
 
     def _next_generation(self) -> int:
         self._gen += 1
@@ -151,13 +165,14 @@ class DoubleDummySolver:
                  else rules.initial_state(rules.validate_deal(deal_or_state)))
         if state.is_terminal:
             return rules.utility(state)
-        hands, pos = self._position(state)
+        hands, masks, pos = self._position(state)
         gen = self._next_generation()
         k = _kernel()
-        to_go = int(k.mtdf(*pos, 0, hands, self._table, gen, self.table_bits,
+        to_go = int(k.mtdf(*pos, 0, hands, masks, self._table, gen, self.table_bits,
                            self._move_card, self._move_cap, self._move_key, self._frame,
                            self._scratch, self._stats))
         self.nodes = int(self._stats[0])
+        self.searches = int(self._stats[2])
         if self._stats[1]:
             from tensorcfr.games.pasur.solving.exact import solve_exact
 
@@ -171,14 +186,15 @@ class DoubleDummySolver:
         (:meth:`.exact.ExactSolution.action_values`); ``[]`` for a finished game."""
         if state.is_terminal:
             return []
-        hands, pos = self._position(state)
+        hands, masks, pos = self._position(state)
         gen = self._next_generation()
         k = _kernel()
-        n = int(k.play_values(*pos, hands, self._table, gen, self.table_bits,
+        n = int(k.play_values(*pos, hands, masks, self._table, gen, self.table_bits,
                               self._move_card, self._move_cap, self._move_key, self._frame,
                               self._scratch, self._stats,
                               self._out_card, self._out_cap, self._out_value))
         self.nodes = int(self._stats[0])
+        self.searches = int(self._stats[2])
         if n < 0:
             from tensorcfr.games.pasur.solving.exact import solve_exact
 

@@ -25,10 +25,16 @@ Sur, the clubs bonus when the mover reaches 7) is added along the edge, the end-
 cleanup at ``t = 48``, exactly as in :mod:`.exact`.
 
 The search is fail-soft alpha-beta with
-* a transposition table (open addressing, one slot per hash, always replaced) over the merged
-  state of :mod:`.exact` (pool, hands held, clubs, last capturer, play index), storing a lower
-  and an upper bound and the best play's index; a *generation* stamp per solved deal makes
-  clearing unnecessary (a slot of another generation is empty);
+* a transposition table (one slot per hash, always replaced; two int64 words a slot) over the
+  merged state of :mod:`.exact` (pool, hands held, clubs, last capturer, play index), storing
+  a lower and an upper bound and the best play's index; a *generation* stamp per solved deal
+  makes clearing unnecessary (a slot of another generation is empty);
+* symmetry: the diamond, heart and spade of a rank (less the 10 of diamonds) play the same
+  part (same value, same points, no club). The table's key moves the pool's cards of such a
+  group onto the group's lowest cards that are in no hand and not still to be dealt
+  (:func:`canonical_pool`), so positions that differ only by which of them was captured
+  share a slot; and of two plays that differ only by such cards, one is searched
+  (:func:`canonical_play`);
 * bounds from the points still available: the mover can win at most the card points left,
   the clubs bonus if it can still reach 7 clubs, and 5 per play it has left before the last
   round (a Sur); the opponent likewise. A window outside these bounds is cut at once;
@@ -55,6 +61,28 @@ CLUBS_MASK = np.int64(sum(1 << c for c in range(0, 52, 4)))
 ONE_POINT_MASK = np.int64(sum(1 << c for c in (0, 1, 2, 3, 40, 41, 42, 43)))
 NUMERIC_MASK = np.int64((1 << 40) - 1)
 JACKS_MASK = np.int64(sum(1 << c for c in (40, 41, 42, 43)))
+
+
+def _equivalence_groups() -> tuple[np.ndarray, np.ndarray]:
+    """Cards that play the same part everywhere: same rank, not a club, same points (the
+    diamonds, hearts and spades of a rank, less the 10 of diamonds). ``group_of[c]``: mask of
+    card ``c``'s group (itself alone for a club or the 10 of diamonds); ``groups``: the 13
+    groups of two or three cards."""
+    group_of = [1 << c for c in range(52)]
+    groups = []
+    for rank in range(13):
+        members = [4 * rank + s for s in (1, 2, 3) if 4 * rank + s != 37]
+        mask = sum(1 << c for c in members)
+        groups.append(mask)
+        for c in members:
+            group_of[c] = mask
+    return np.array(group_of, dtype=np.int64), np.array(groups, dtype=np.int64)
+
+
+GROUP_OF, GROUPS = _equivalence_groups()
+GROUPED_MASK = np.int64(int(np.bitwise_or.reduce(GROUPS)))
+GROUP_FIRST_MASK = np.int64(sum(1 << (4 * rank + 1) for rank in range(13) if rank != 9)
+                            | (1 << 38))
 _M1 = np.uint64(0x5555555555555555)
 _M2 = np.uint64(0x3333333333333333)
 _M4 = np.uint64(0x0F0F0F0F0F0F0F0F)
@@ -87,13 +115,85 @@ def mask_points(mask: np.int64) -> np.int64:
 # columns of the per-play frame table ``frame[t, column]`` of :func:`search`
 F_POOL, F_REL_A, F_REL_B, F_CLUBS_A, F_CLUBS_B, F_LAST, F_POINTS = 0, 1, 2, 3, 4, 5, 6
 F_ALPHA, F_BETA, F_ALPHA0, F_BEST, F_BEST_INDEX, F_NEXT, F_COUNT = 7, 8, 9, 10, 11, 12, 13
-F_SLOT, F_LO, F_HI, F_REWARD, F_META = 14, 15, 16, 17, 18
-NUM_FRAME_COLUMNS = 19
+F_SLOT, F_LO, F_HI, F_REWARD, F_META, F_WORD0 = 14, 15, 16, 17, 18, 19
+NUM_FRAME_COLUMNS = 20
 # a table slot is two int64 words: [pool | t << 52, meta | gen | lo | hi | best play]
 GEN_SHIFT, LO_SHIFT, HI_SHIFT, MOVE_SHIFT = 13, 33, 43, 53
 GEN_BITS = 20
 CHECK_MASK = (1 << LO_SHIFT) - 1  # meta (13 bits) and generation (20 bits)
 BIAS = 512  # bounds are stored as 10-bit values + 512
+
+
+@njit(cache=True, inline="always")
+def _lowest(mask: np.int64, k: np.int64) -> np.int64:
+    """The ``k`` lowest set bits of ``mask``."""
+    out = np.int64(0)
+    for _ in range(k):
+        low = mask & -mask
+        out |= low
+        mask ^= low
+    return out
+
+
+@njit(cache=True)
+def canonical_pool(pool: np.int64, fixed: np.int64) -> np.int64:
+    """The pool with each group's cards moved to the group's lowest cards outside ``fixed``
+    (the hands and the cards still to be dealt). Cards of one group that are in the pool or
+    in a pile can change places without changing anything to come (same value, same points,
+    no club), so two positions with the same canonical pool have the same value."""
+    grouped = pool & GROUPED_MASK
+    out = pool & ~GROUPED_MASK
+    while grouped != 0:
+        low = grouped & -grouped
+        g = GROUP_OF[popcount(low - 1)]
+        out |= _lowest(g & ~fixed, popcount(grouped & g))
+        grouped &= ~g
+    return out
+
+
+@njit(cache=True, inline="always")
+def has_equivalent_pair(cards: np.int64) -> bool:
+    """Whether two of ``cards`` are in one group (bit tricks: a group is 2 or 3 adjacent
+    bits ``4r+1 .. 4r+3``)."""
+    x = cards & GROUPED_MASK
+    return ((x & (x >> 1)) | (x & (x >> 2) & GROUP_FIRST_MASK)) != 0
+
+
+@njit(cache=True)
+def canonical_play(card: np.int64, cap: np.int64) -> tuple[np.int64, np.int64]:
+    """A play's class: its card's group (lowest card) and its captured set with each group's
+    cards replaced by the group's lowest ones. Two plays of one position in the same class
+    lead to positions that a swap of equivalent cards maps onto each other: equal values."""
+    g = GROUP_OF[card]
+    canon = np.int64(0)
+    rest = cap
+    while rest != 0:
+        low = rest & -rest
+        gm = GROUP_OF[popcount(low - 1)]
+        canon |= _lowest(gm, popcount(cap & gm))
+        rest &= ~gm
+    return popcount((g & -g) - 1), canon
+
+
+@njit(cache=True)
+def drop_equivalent_plays(t: np.int64, n: np.int64, move_card: np.ndarray,
+                          move_cap: np.ndarray, scratch: np.ndarray) -> np.int64:
+    """Keep one play of each class (:func:`canonical_play`) in row ``t``; the new count."""
+    m = 0
+    for i in range(n):
+        cls, canon = canonical_play(move_card[t, i], move_cap[t, i])
+        seen = False
+        for j in range(m):
+            if scratch[3, j] == cls and scratch[4, j] == canon:
+                seen = True
+                break
+        if not seen:
+            scratch[3, m] = cls
+            scratch[4, m] = canon
+            move_card[t, m] = move_card[t, i]
+            move_cap[t, m] = move_cap[t, i]
+            m += 1
+    return m
 
 
 @njit(cache=True)
@@ -275,7 +375,7 @@ def _store(frame: np.ndarray, t: np.int64, best: np.int64, table: np.ndarray, ge
         lo = best
         hi = best
     slot = frame[t, F_SLOT]
-    table[slot, 0] = frame[t, F_POOL] | (t << 52)
+    table[slot, 0] = frame[t, F_WORD0]
     table[slot, 1] = (frame[t, F_META] | (gen << GEN_SHIFT) | ((lo + BIAS) << LO_SHIFT)
                       | ((hi + BIAS) << HI_SHIFT) | (frame[t, F_BEST_INDEX] << MOVE_SHIFT))
 
@@ -283,7 +383,7 @@ def _store(frame: np.ndarray, t: np.int64, best: np.int64, table: np.ndarray, ge
 @njit(cache=True)
 def search(t0: np.int64, pool: np.int64, rel_a: np.int64, rel_b: np.int64, clubs_a: np.int64,
            clubs_b: np.int64, last: np.int64, points_left: np.int64, alpha: np.int64,
-           beta: np.int64, hands: np.ndarray, table: np.ndarray,
+           beta: np.int64, hands: np.ndarray, masks: np.ndarray, table: np.ndarray,
            gen: np.int64, bits: np.int64, move_card: np.ndarray, move_cap: np.ndarray,
            move_key: np.ndarray, frame: np.ndarray, scratch: np.ndarray, stats: np.ndarray
            ) -> np.int64:
@@ -342,7 +442,9 @@ def search(t0: np.int64, pool: np.int64, rel_a: np.int64, rel_b: np.int64, clubs
             else:
                 clubs_field = 7 if done else clubs_a
                 meta = rel_a | (rel_b << 4) | (clubs_field << 8) | ((last + 1) << 11)
-                word0 = pool | (t << 52)
+                r = t // 8
+                fixed = masks[r, 0] | masks[r, 1 + rel_a] | masks[r, 17 + rel_b]
+                word0 = canonical_pool(pool, fixed) | (t << 52)
                 slot = _tt_index(word0, meta, bits)
                 hint = -1
                 lo = lower
@@ -377,6 +479,9 @@ def search(t0: np.int64, pool: np.int64, rel_a: np.int64, rel_b: np.int64, clubs
                     if n < 0:
                         stats[1] = 1
                         return 0
+                    mover_hand = masks[r, 1 + rel_a] if p == 0 else masks[r, 17 + rel_b]
+                    if n > 1 and (has_equivalent_pair(pool) or has_equivalent_pair(mover_hand)):
+                        n = drop_equivalent_plays(t, n, move_card, move_cap, scratch)
                     for i in range(n):
                         cap = move_cap[t, i]
                         card = move_card[t, i]
@@ -407,6 +512,7 @@ def search(t0: np.int64, pool: np.int64, rel_a: np.int64, rel_b: np.int64, clubs
                     frame[t, F_LO] = lo
                     frame[t, F_HI] = hi
                     frame[t, F_META] = meta
+                    frame[t, F_WORD0] = word0
                     resolved = False
         # ---------------- go down into node t's next play, or up with a value
         while True:
@@ -456,7 +562,7 @@ def search(t0: np.int64, pool: np.int64, rel_a: np.int64, rel_b: np.int64, clubs
 @njit(cache=True)
 def mtdf(t: np.int64, pool: np.int64, rel_a: np.int64, rel_b: np.int64, clubs_a: np.int64,
          clubs_b: np.int64, last: np.int64, points_left: np.int64, guess: np.int64,
-         hands: np.ndarray, table: np.ndarray, gen: np.int64,
+         hands: np.ndarray, masks: np.ndarray, table: np.ndarray, gen: np.int64,
          bits: np.int64, move_card: np.ndarray, move_cap: np.ndarray, move_key: np.ndarray,
          frame: np.ndarray, scratch: np.ndarray, stats: np.ndarray) -> np.int64:
     """Exact value (points to come, mover's side) by zero-window searches from ``guess``
@@ -465,9 +571,10 @@ def mtdf(t: np.int64, pool: np.int64, rel_a: np.int64, rel_b: np.int64, clubs_a:
     hi = INF
     g = guess
     while lo < hi:
+        stats[2] += 1
         b = g + 1 if g == lo else g
         g = search(t, pool, rel_a, rel_b, clubs_a, clubs_b, last, points_left, b - 1, b,
-                   hands, table, gen, bits,
+                   hands, masks, table, gen, bits,
                    move_card, move_cap, move_key, frame, scratch, stats)
         if stats[1] != 0:
             return 0
@@ -481,13 +588,15 @@ def mtdf(t: np.int64, pool: np.int64, rel_a: np.int64, rel_b: np.int64, clubs_a:
 @njit(cache=True)
 def play_values(t: np.int64, pool: np.int64, rel_a: np.int64, rel_b: np.int64,
                 clubs_a: np.int64, clubs_b: np.int64, last: np.int64, points_left: np.int64,
-                hands: np.ndarray, table: np.ndarray, gen: np.int64, bits: np.int64, move_card: np.ndarray, move_cap: np.ndarray,
+                hands: np.ndarray, masks: np.ndarray, table: np.ndarray, gen: np.int64,
+                bits: np.int64, move_card: np.ndarray, move_cap: np.ndarray,
                 move_key: np.ndarray, frame: np.ndarray, scratch: np.ndarray,
                 stats: np.ndarray, out_card: np.ndarray, out_cap: np.ndarray,
                 out_value: np.ndarray) -> np.int64:
     """Exact value of every legal play at a position (``t < 48``): writes the plays' cards,
     captured masks and values (points to come including the play's reward, *mover's side*)
-    into ``out_*`` and returns their number (-1: move-buffer overflow)."""
+    into ``out_*`` and returns their number (-1: move-buffer overflow). Plays of one class
+    (:func:`canonical_play`) are searched once."""
     n = generate_plays(t, pool, rel_a if t % 2 == 0 else rel_b, hands, move_card, move_cap, t,
                        scratch)
     if n < 0:
@@ -496,12 +605,26 @@ def play_values(t: np.int64, pool: np.int64, rel_a: np.int64, rel_b: np.int64,
         out_card[i] = move_card[t, i]
         out_cap[i] = move_cap[t, i]
     guess = np.int64(0)
+    classes = np.empty(n, dtype=np.int64)  # the searches below use all of scratch
+    canons = np.empty(n, dtype=np.int64)
     for i in range(n):
+        cls, canon = canonical_play(out_card[i], out_cap[i])
+        classes[i] = cls
+        canons[i] = canon
+        same = -1
+        for j in range(i):
+            if classes[j] == cls and canons[j] == canon:
+                same = j
+                break
+        if same >= 0:
+            out_value[i] = out_value[same]
+            continue
         (c_pool, c_rel_a, c_rel_b, c_a, c_b, c_last, c_points,
          reward) = child_state(t, out_card[i], out_cap[i], pool, rel_a, rel_b, clubs_a,
                                clubs_b, last, points_left, hands)
         child = mtdf(t + 1, c_pool, c_rel_a, c_rel_b, c_a, c_b, c_last, c_points,
-                     reward - guess, hands, table, gen, bits, move_card, move_cap, move_key, frame, scratch, stats)
+                     reward - guess, hands, masks, table, gen, bits, move_card, move_cap,
+                     move_key, frame, scratch, stats)
         if stats[1] != 0:
             return -1
         out_value[i] = reward - child
