@@ -1,178 +1,54 @@
-"""``tensorcfr pasur selfplay`` and ``tensorcfr pasur train``: players of a deal and their
-policy models.
+"""``tensorcfr pasur selfplay``, ``pasur train`` and ``pasur evaluate``: players of a deal
+and their policy models.
 
-``selfplay`` plays N games of one deal between two players and reports the score difference
-(Alex minus Bob) with its 95% interval, Alex's win / tie / loss rates and the deal's fair
-value. Open-hands players (``random``, ``exact``, ``table``, ``model``;
-:mod:`tensorcfr.games.pasur.playing.players`) play all games at once as tensors
-(:mod:`tensorcfr.games.pasur.playing.selfplay`); when a name is a hidden-hand agent only
-(``greedy``, ``pimc``, ``pimc-infer``, ``hidden-model``, ...; :func:`agents.make_agent`), both
-seats are hidden-hand agents (``random`` and ``exact`` included) and the games are played one
-by one over the reference engine (:func:`playing.match.play_hidden_games`).
+``selfplay`` parses its options into a :class:`~tensorcfr.games.pasur.selfplay_run.
+SelfplaySettings`, runs :func:`~tensorcfr.games.pasur.selfplay_run.run_selfplay` (open-hands
+players all games at once as tensors, or hidden-hand agents game by game) under a progress
+bar and prints the score difference (Alex minus Bob) with its 95% interval, Alex's win / tie /
+loss rates and the deal's fair value.
 
 ``train`` fits an XGBoost policy model on the strategy tables of one or more DCFR run folders
-(:mod:`tensorcfr.games.pasur.learning.policy_model`).
+(:mod:`tensorcfr.games.pasur.learning.policy_model`); ``evaluate`` measures policy models on a
+deal's full game tree (:mod:`tensorcfr.games.pasur.learning.evaluate`).
 """
 
 from __future__ import annotations
 
-import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import typer
 
 from tensorcfr.cli.common import (MAX_BASE_SEED, MAX_SEED, MAX_THREADS, console, err_console, fail,
                                   path_check, print_json)
 from tensorcfr.errors import TensorCFRError
-from tensorcfr.utils.checks import MAX_SEED, check_int_range
-from tensorcfr.utils.io import check_output_dir
+from tensorcfr.utils.checks import check_int_range
 
 
-def _check_device(device: str) -> None:
-    """The one device check of every command (a usable cpu/cuda/mps device, one line)."""
-    from tensorcfr.utils.device import resolve_device
-
-    resolve_device(device, "--device")
+def _path(text: Optional[str]) -> Optional[Path]:
+    return Path(text) if text is not None else None
 
 
-def _hidden_mode(alex: str, bob: str) -> bool:
-    """True when the names ask for hidden-hand agents (a name that only they have)."""
-    from tensorcfr.games.pasur.agents import AGENT_NAMES, PLAYER_NAMES
-
-    for side, name in (("--alex", alex), ("--bob", bob)):
-        if name not in PLAYER_NAMES and name not in AGENT_NAMES:
-            names = list(PLAYER_NAMES) + [n for n in AGENT_NAMES if n not in PLAYER_NAMES]
-            raise TensorCFRError(f"{side}: unknown player {name!r}: choose one of "
-                                 f"{', '.join(names)}")
-    hidden = [name for name in (alex, bob) if name not in PLAYER_NAMES]
-    if not hidden:
-        return False
-    for side, name in (("--alex", alex), ("--bob", bob)):
-        if name not in AGENT_NAMES:
-            raise TensorCFRError(f"{side} {name!r} is an open-hands player and cannot play "
-                                 f"against the hidden-hand agent {hidden[0]!r}: use "
-                                 f"hidden-hand agents on both seats "
-                                 f"({', '.join(AGENT_NAMES)})")
-    return True
-
-
-def run_hidden_selfplay(deal: tuple[int, ...], alex: str, bob: str, games: int, *,
-                        sample_seed: int = 0, options: Any = None,
-                        records: str | None = None, num_records: int = 10,
-                        show_progress: bool = False) -> dict[str, Any]:
-    """Hidden-hand agents ``alex`` and ``bob`` (:func:`agents.make_agent` with ``options``)
-    play ``games`` games of ``deal`` one by one (game ``i`` with seed ``sample_seed + i``)."""
+@contextmanager
+def _progress_bar(settings: Any, show: bool) -> Iterator[Callable[[Any], None]]:
+    """A rich bar on stderr for :func:`run_selfplay`'s progress events: the 48 plays of all
+    games at once (open hands) or the games one by one (hidden hands); nothing when not
+    ``show``."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, \
         TimeElapsedColumn
 
-    from tensorcfr.games.pasur.agents import make_agent
-    from tensorcfr.games.pasur.engine.records import record_from_state, record_to_json
-    from tensorcfr.games.pasur.playing.match import hidden_games_summary, play_hidden_games
-
-    t0 = time.perf_counter()
-    agent_alex = make_agent(alex, options)
-    agent_bob = agent_alex if bob == alex else make_agent(bob, options)
-    setup_seconds = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    with Progress(TextColumn("games"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=err_console, transient=True, disable=not show_progress) as bar:
-        task = bar.add_task("games", total=games)
-        results = play_hidden_games(deal, agent_alex, agent_bob, games, seed=sample_seed,
-                                    progress=lambda done: bar.update(task, completed=done))
-    seconds = time.perf_counter() - t0
-    out: dict[str, Any] = {
-        "deal": list(deal), "alex": alex, "bob": bob, "hidden_hands": True,
-        **hidden_games_summary(results), "exact_value": None, "sample_seed": sample_seed,
-        "seconds": seconds, "setup_seconds": setup_seconds,
-        "games_per_second": games / seconds if seconds > 0 else None,
-        "threads": options.threads, "device": options.device,
-        "determinizations": options.determinizations,
-        "seconds_per_move": options.seconds_per_move,
-    }
-    if records is not None:
-        from tensorcfr.utils.io import write_json_atomic
-
-        folder = Path(records)
-        count = min(num_records, games)
-        for game in range(count):
-            record = record_to_json(record_from_state(results[game].state))
-            record["source"] = (f"tensorcfr pasur selfplay (hidden hands): {alex} (Alex) vs "
-                                f"{bob} (Bob), seed {sample_seed + game}")
-            write_json_atomic(folder / f"game_{game:05d}.json", record, indent=None)
-        out["records"] = str(folder)
-        out["records_written"] = count
-    return out
-
-
-def run_selfplay(deal: tuple[int, ...], alex: str, bob: str, games: int, *, sample_seed: int = 0,
-                 model: str | None = None, table: str | None = None, device: str = "cpu",
-                 threads: int = 1, records: str | None = None, num_records: int = 10,
-                 show_progress: bool = False, determinizations: int = 32,
-                 seconds_per_move: float | None = None) -> dict[str, Any]:
-    """Play ``games`` games of ``deal`` and return the JSON-ready result (hidden-hand agents
-    when a name asks for them, see :func:`run_hidden_selfplay`)."""
-    from tensorcfr.games.pasur.agents import AgentOptions, make_player
-    from tensorcfr.games.pasur.playing.selfplay import play_games
-
-    hidden = _hidden_mode(alex, bob)
-    from tensorcfr.games.pasur.playing.selfplay import MAX_GAMES
-
-    check_int_range(games, "--games", 1, MAX_GAMES, why="all games are played at once as "
-                    "tensors; run several commands with other --sample-seed values for more")
-    check_int_range(sample_seed, "--sample-seed", 0, MAX_SEED)
-    check_int_range(num_records, "--num-records", 0, 100_000)
-    if records is not None:
-        check_output_dir(records, "--records")
-    _check_device(device)
-    if hidden:
-        options = AgentOptions(determinizations=determinizations,
-                               seconds_per_move=seconds_per_move,
-                               model=Path(model) if model is not None else None,
-                               device=device, threads=threads)
-        return run_hidden_selfplay(deal, alex, bob, games, sample_seed=sample_seed,
-                                   options=options, records=records,
-                                   num_records=num_records, show_progress=show_progress)
-    t0 = time.perf_counter()
-    made: dict[str, Any] = {}
-    for name in {alex, bob}:
-        made[name] = make_player(name, deal, model=model, table=table, device=device,
-                                 threads=threads)
-    setup_seconds = time.perf_counter() - t0
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    with Progress(TextColumn(f"{games:,} games"), BarColumn(), TextColumn("play {task.completed}/48"),
-                  TimeElapsedColumn(), console=err_console, transient=True,
-                  disable=not show_progress) as bar:
-        task = bar.add_task("play", total=48)
-        result = play_games(deal, made[alex], made[bob], games, sample_seed=sample_seed,
-                            device=device, records=records is not None,
-                            progress=lambda done: bar.update(task, completed=done))
-    summary = result.summary()
-    exact_value = next((p.value for p in made.values() if hasattr(p, "value")), None)
-    out: dict[str, Any] = {
-        "deal": list(deal), "alex": alex, "bob": bob, **summary,
-        "exact_value": exact_value, "sample_seed": sample_seed,
-        "seconds": result.seconds, "setup_seconds": setup_seconds,
-        "games_per_second": games / result.seconds if result.seconds > 0 else None,
-        "threads": threads, "device": device,
-    }
-    misses = {n: p.misses for n, p in made.items() if hasattr(p, "misses")}
-    if misses:
-        out["table_positions_without_rows"] = misses["table"]
-    if records is not None:
-        from tensorcfr.utils.io import write_json_atomic
-
-        folder = Path(records)
-        count = min(num_records, games)
-        for game in range(count):
-            record = result.record(game)
-            record["source"] = (f"tensorcfr pasur selfplay: {alex} (Alex) vs {bob} (Bob), "
-                                f"sample seed {sample_seed}, game {game}")
-            write_json_atomic(folder / f"game_{game:05d}.json", record, indent=None)
-        out["records"] = str(folder)
-        out["records_written"] = count
-    return out
+    if settings.hidden:
+        columns: tuple[Any, ...] = (TextColumn("games"), BarColumn(), MofNCompleteColumn())
+        total = settings.games
+    else:
+        columns = (TextColumn(f"{settings.games:,} games"), BarColumn(),
+                   TextColumn("play {task.completed}/48"))
+        total = 48
+    with Progress(*columns, TimeElapsedColumn(), console=err_console, transient=True,
+                  disable=not show) as bar:
+        task = bar.add_task("games" if settings.hidden else "play", total=total)
+        yield lambda event: bar.update(task, completed=event.done)
 
 
 def _print_result(result: dict[str, Any]) -> None:
@@ -254,18 +130,16 @@ def selfplay_command(
 ) -> None:
     """Self-play N games of one deal: score difference, win rates, fair value."""
     from tensorcfr.games.pasur.engine.deal_input import choose_deal
-    from tensorcfr.utils.resources import set_threads
+    from tensorcfr.games.pasur.selfplay_run import SelfplaySettings, run_selfplay
 
     try:
-        the_deal = choose_deal(deal, deal_file, seed)
-        n_threads = set_threads(threads)
-        result = run_selfplay(the_deal, alex, bob, games, sample_seed=sample_seed, model=model,
-                              table=table, device=device, threads=n_threads, records=records,
-                              num_records=num_records,
-                              show_progress=not json_out and err_console.is_terminal,
-                              determinizations=determinizations,
-                              seconds_per_move=seconds_per_move)
-        result["seed"] = seed
+        settings = SelfplaySettings(
+            deal=choose_deal(deal, deal_file, seed), alex=alex, bob=bob, games=games,
+            sample_seed=sample_seed, model=_path(model), table=_path(table), device=device,
+            threads=threads, records=_path(records), num_records=num_records,
+            determinizations=determinizations, seconds_per_move=seconds_per_move, seed=seed)
+        with _progress_bar(settings, not json_out and err_console.is_terminal) as on_progress:
+            result = run_selfplay(settings, on_progress=on_progress)
     except TensorCFRError as exc:
         fail(str(exc), exc.exit_code)
         return
@@ -439,4 +313,4 @@ def evaluate_command(
     console.print(f"{result['seconds']:.1f} s, {n_threads} thread(s)", highlight=False)
 
 
-__all__ = ["evaluate_command", "run_selfplay", "selfplay_command", "train_command"]
+__all__ = ["evaluate_command", "selfplay_command", "train_command"]
