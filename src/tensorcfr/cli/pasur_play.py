@@ -20,6 +20,7 @@ import typer
 
 from tensorcfr.cli.common import MAX_SEED, MAX_THREADS, console, err_console, fail, path_check
 from tensorcfr.errors import TensorCFRError
+from tensorcfr.games.pasur.vocab import Mode
 from tensorcfr.play.limits import CACHE_SIZE_LIMIT, MAX_GAMES_LIMIT, TTL_MINUTES_LIMIT
 
 MODE_HELP = ("hidden (the real game: each side sees only its own hand) or open (both hands "
@@ -96,8 +97,8 @@ def serve_command(
                                           help="Torch threads (default 1)."),
     device: str = typer.Option("cpu", "--device", help="Torch device of the solver and model "
                                "(checked at start)."),
-    mode: str = typer.Option("hidden", "--mode", help="The mode new games start in (the page "
-                             "can switch): " + MODE_HELP + "."),
+    mode: str = typer.Option(Mode.HIDDEN.value, "--mode", help="The mode new games start in "
+                             "(the page can switch): " + MODE_HELP + "."),
     allowed_hosts: Optional[list[str]] = typer.Option(
         None, "--allowed-host", help="Another name the server answers to in the Host header "
         "(repeatable; e.g. a LAN name or a reverse proxy's). Always answered: localhost, "
@@ -105,7 +106,6 @@ def serve_command(
         "machine's names. Other Host headers get a 400 (a guard against DNS rebinding)."),
 ) -> None:
     """Serve the Pasur page: play Pasur against the AI in a browser (hidden or open hands)."""
-    from tensorcfr.games.pasur.vocab import Mode
     from tensorcfr.play.hosts import HostPolicy
     from tensorcfr.utils.checks import check_int_range
     from tensorcfr.utils.device import resolve_device
@@ -191,7 +191,7 @@ def play_command(
                                             help="A file with the deal: "
                                             "a JSON list of 52 card indices or 52 card codes."),
     seat: str = typer.Option("alex", "--as", help="Your seat: alex (plays first) or bob."),
-    mode: str = typer.Option("hidden", "--mode", help=MODE_HELP + "."),
+    mode: str = typer.Option(Mode.HIDDEN.value, "--mode", help=MODE_HELP + "."),
     ai: Optional[str] = typer.Option(None, "--ai", help="The opponent. Hidden hands: any "
                                      "hidden-hand agent (random, exact = cheating reference, "
                                      "and those the agents registry adds; default "
@@ -220,7 +220,6 @@ def play_command(
     import secrets
 
     from tensorcfr.games.pasur.engine.deal_input import choose_deal
-    from tensorcfr.games.pasur.vocab import Mode
     from tensorcfr.play.caches import SolutionCache
     from tensorcfr.play.opponents import check_ai, default_ai
     from tensorcfr.play.session import GameSession, check_seed, new_deal, seat_index

@@ -122,7 +122,7 @@ class TerminalGame:
             if name == ai:
                 c.print(f"  [green]pool[/]                 {cards_markup(v['pool'])}",
                         highlight=False)
-        if v["visibility"] == "open":
+        if v["visibility"] == Mode.OPEN:
             rounds = v.get("rounds_to_come") or []
             for i in range(0, len(rounds), 3):  # three rounds a line
                 label = "rounds to come" if i == 0 else ""
