@@ -393,13 +393,13 @@ def test_batches_split_by_play_and_capacity() -> None:
 def test_unique_inverse_matches_numpy_on_wide_values() -> None:
     import numpy as np
 
-    from tensorcfr.games.pasur.solving.exact import _unique_inverse
+    from tensorcfr.games.pasur.solving.exact_keys import unique_inverse
 
     rng = np.random.default_rng(5)
     for n, bits in ((1, 3), (50, 8), (5000, 53), (70000, 62)):
         half = rng.integers(0, 1 << bits, n // 2 + 1)
         values = np.concatenate([half, half])[:n]
         rng.shuffle(values)
-        unique, inverse = _unique_inverse(values)
+        unique, inverse = unique_inverse(values)
         want_unique, want_inverse = np.unique(values, return_inverse=True)
         assert (unique == want_unique).all() and (inverse == want_inverse).all()

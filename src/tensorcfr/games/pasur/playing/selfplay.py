@@ -30,15 +30,12 @@ from torch import Tensor
 from tensorcfr.errors import TensorCFRError
 from tensorcfr.games.pasur.engine import rules
 from tensorcfr.games.pasur.engine.cards import NUM_CARDS, is_club
-from tensorcfr.games.pasur.solving.exact import (
-    CLUBS_MASK,
-    NUM_LEVELS,
-    POOL_SHIFT,
-    _BatchTables,
-    _expand_level,
-    _MemoryGuard,
-    _terminal_rewards,
-    state_key,
+from tensorcfr.games.pasur.solving.exact_keys import CLUBS_MASK, NUM_LEVELS, POOL_SHIFT, state_key
+from tensorcfr.games.pasur.solving.exact_levels import (
+    BatchTables,
+    MemoryGuard,
+    expand_level,
+    terminal_rewards,
 )
 from tensorcfr.games.pasur.solving.features import (
     COL_ALEX_CLUBS,
@@ -168,14 +165,14 @@ def _to_device(array: np.ndarray, device: torch.device) -> Tensor:
     return torch.from_numpy(np.ascontiguousarray(array)).to(device)
 
 
-def _expand(deal: tuple[int, ...], level: int, keys: Tensor, tables: _BatchTables,
-            guard: _MemoryGuard) -> tuple[DecisionBatch, Tensor]:
+def _expand(deal: tuple[int, ...], level: int, keys: Tensor, tables: BatchTables,
+            guard: MemoryGuard) -> tuple[DecisionBatch, Tensor]:
     """Legal plays of positions ``keys`` [N] (packed keys at play ``level``) as a batch
     (without features); also returns, per position, the index of its first edge."""
     device = keys.device
     n = keys.numel()
     unique, inverse = torch.unique(keys, sorted=True, return_inverse=True)
-    expanded, next_keys_np = _expand_level(level, unique.cpu().numpy(), tables, guard)
+    expanded, next_keys_np = expand_level(level, unique.cpu().numpy(), tables, guard)
     assert expanded.edge_start is not None and expanded.edge_play is not None
     assert expanded.play_card is not None and expanded.play_captured is not None
     assert expanded.edge_reward is not None and expanded.edge_child is not None
@@ -202,10 +199,10 @@ def _expand(deal: tuple[int, ...], level: int, keys: Tensor, tables: _BatchTable
     return batch, pos_first
 
 
-def _new_tables(deal: tuple[int, ...], device: torch.device) -> tuple[_BatchTables, _MemoryGuard]:
+def _new_tables(deal: tuple[int, ...], device: torch.device) -> tuple[BatchTables, MemoryGuard]:
     """The solver's per-deal tables (it expands levels on the CPU, in numpy) and a memory
     guard against the memory available now."""
-    return _BatchTables([rules.initial_state(deal)]), _MemoryGuard(available_memory_bytes())
+    return BatchTables([rules.initial_state(deal)]), MemoryGuard(available_memory_bytes())
 
 
 def decisions_from_states(states: Sequence[rules.GameState], *, with_features: bool = False,
@@ -456,7 +453,7 @@ def play_games(deal: Sequence[int], alex: BatchPolicy, bob: BatchPolicy, num_gam
             tracker.play(level, card, mask)
         if progress is not None:
             progress(level + 1)
-    diffs += _to_device(_terminal_rewards(keys.cpu().numpy(), tables), keys.device).long()
+    diffs += _to_device(terminal_rewards(keys.cpu().numpy(), tables), keys.device).long()
     if dev.type == "cuda":
         torch.cuda.synchronize(dev)
     return SelfPlayResult(deal=deal, diffs=diffs.cpu(), seconds=time.perf_counter() - t0,
