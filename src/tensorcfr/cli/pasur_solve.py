@@ -12,9 +12,9 @@ import typer
 from tensorcfr.cli.common import (MAX_SEED, MAX_THREADS, console, dcfr_option, err_console, fail,
                                   path_check, print_json)
 from tensorcfr.errors import TensorCFRError
+from tensorcfr.games.pasur.vocab import GraphMode
 
 METHODS = ("exact", "dcfr")
-MODES = ("tree", "dag")
 
 
 DCFR_DEFAULTS = {"mode": "dag", "iterations": 1000, "variant": "dcfr"}
@@ -43,8 +43,7 @@ def _check_options(method: str, mode: str | None, iterations: int | None, varian
     mode = DCFR_DEFAULTS["mode"] if mode is None else mode
     iterations = DCFR_DEFAULTS["iterations"] if iterations is None else iterations
     variant = DCFR_DEFAULTS["variant"] if variant is None else variant
-    if mode not in MODES:
-        raise TensorCFRError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
+    GraphMode.parse(mode, "--mode")  # refused before the folder is checked and the deal solved
     if iterations < 1:
         raise TensorCFRError(f"--iterations must be at least 1, got {iterations}")
     for label, value in (("--alpha", alpha), ("--beta", beta), ("--gamma", gamma)):

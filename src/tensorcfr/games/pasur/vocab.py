@@ -33,7 +33,15 @@ from tensorcfr.errors import TensorCFRError
 __all__ = ["AgentName", "GraphMode", "Mode"]
 
 
-class Mode(StrEnum):
+class _Word(StrEnum):
+    """A word of a vocabulary: its ``repr`` is its string's (``'dag'``), so a message or a
+    doctest that shows one reads as it did when the word was a plain string."""
+
+    def __repr__(self) -> str:
+        return repr(self.value)
+
+
+class Mode(_Word):
     """How a game of Pasur is played: what each side sees."""
 
     HIDDEN = "hidden"
@@ -65,7 +73,7 @@ _MODE_NOTES = {
 }
 
 
-class GraphMode(StrEnum):
+class GraphMode(_Word):
     """The DCFR solver's layout of a deal's game (``pasur solve --mode``)."""
 
     DAG = "dag"

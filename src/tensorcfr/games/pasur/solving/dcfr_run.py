@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 from tensorcfr.errors import CorruptFileError, MemoryLimitError, TensorCFRError
+from tensorcfr.games.pasur.vocab import GraphMode
 from tensorcfr.utils.confine import file_in_folder
 
 if TYPE_CHECKING:
@@ -76,7 +77,7 @@ CHECKPOINT_DIR = "checkpoint"
 MAX_MANIFEST_BYTES = 4 * 2**20
 """Largest manifest read (a real one is a few KiB)."""
 
-MODES = ("dag", "tree")
+MODES = tuple(m.value for m in GraphMode)
 """Graph modes: ``dag`` (merged states) and ``tree`` (the paper's game tree)."""
 
 STOP_ENV = "TENSORCFR_STOP_AFTER_ROUNDS"
@@ -204,7 +205,7 @@ def tree_memory_estimate(deal: Sequence[int], device: str = "cpu") -> tuple[Any,
     return estimate, int(sum(edges)), int(estimate.peak_bytes + solver)
 
 
-def build_graphs(deal: Sequence[int], mode: str, device: str = "cpu",
+def build_graphs(deal: Sequence[int], mode: GraphMode | str, device: str = "cpu",
                  max_memory: int | None = None) -> list[RoundGraph]:
     """The six RoundGraphs of ``deal`` in ``mode`` (``dag`` or ``tree``).
 
@@ -214,9 +215,7 @@ def build_graphs(deal: Sequence[int], mode: str, device: str = "cpu",
     """
     from tensorcfr.utils.resources import available_memory_bytes, format_bytes
 
-    if mode not in MODES:
-        raise TensorCFRError(f"unknown --mode {mode!r}: choose dag or tree")
-    if mode == "dag":
+    if GraphMode.parse(mode) is GraphMode.DAG:  # a no-op for a checked GraphMode
         from tensorcfr.games.pasur.solving.exact import build_state_graph
 
         return build_state_graph(deal, device=device, max_memory=max_memory)
@@ -269,7 +268,7 @@ class DcfrSettings:
     """
 
     deal: Sequence[int]
-    mode: str = "dag"
+    mode: GraphMode = GraphMode.DAG
     iterations: int = 1000
     variant: str = "dcfr"
     alpha: Optional[float] = None
@@ -290,8 +289,7 @@ class DcfrSettings:
         from tensorcfr.games.pasur.engine.rules import validate_deal
 
         object.__setattr__(self, "deal", validate_deal(self.deal))
-        if self.mode not in MODES:
-            raise TensorCFRError(f"unknown --mode {self.mode!r}: choose dag or tree")
+        object.__setattr__(self, "mode", GraphMode.parse(self.mode))  # a str from Python
         if self.iterations < 1:
             raise TensorCFRError(f"--iterations must be at least 1, got {self.iterations}")
         self.cfr_variant  # noqa: B018 - checks the variant and its parameters
