@@ -346,9 +346,6 @@ def _print_summary(summary: dict[str, Any], save: Path | None, policy_out: Path 
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``solve`` and ``exploitability`` to the root app."""
+    """Add ``solve`` to the root app."""
     app.command("solve", help="Solve an OpenSpiel game with tensor CFR (cfr, cfr+, lcfr, "
                 "dcfr, pcfr+).")(solve_command)
-    from tensorcfr.cli.generic_exploitability import exploitability_command
-
-    app.command("exploitability", help="Exploitability of a saved policy.")(exploitability_command)

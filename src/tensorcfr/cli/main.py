@@ -1,4 +1,9 @@
-"""Entry point: ``tensorcfr``. Sub-commands live in their own modules and are wired here."""
+"""Entry point: ``tensorcfr``. Sub-commands live in their own modules and are wired here.
+
+This module is the CLI's registry: the only one that imports the command modules (each of
+them imports no other CLI module but :mod:`.common`; ``tests/test_cli_imports.py``). A new
+command is a function in its module and one line in :func:`_register`.
+"""
 
 from __future__ import annotations
 
@@ -57,11 +62,36 @@ def _root(
 
 
 def _register() -> None:
-    from tensorcfr.cli import bench, generic, numeral211, pasur
+    """Wire every command into the root app and its sub-apps (``pasur``, ``numeral211``), in
+    the order ``--help`` lists them."""
+    from tensorcfr.cli import (bench, generic, generic_exploitability, numeral211,
+                               numeral211_abstract, numeral211_solve, pasur, pasur_batch,
+                               pasur_cfr, pasur_hidden, pasur_play, pasur_replay,
+                               pasur_selfplay, pasur_solve, pasur_tournament)
+
+    pasur_commands = {
+        "replay": pasur_replay.replay_command,
+        "solve": pasur_solve.solve_command,
+        "exploitability": pasur_cfr.exploitability_command,
+        "serve": pasur_play.serve_command,
+        "play": pasur_play.play_command,
+        "selfplay": pasur_selfplay.selfplay_command,
+        "train": pasur_selfplay.train_command,
+        "evaluate": pasur_selfplay.evaluate_command,
+        "batch": pasur_batch.batch_command,
+        "analyze": pasur_batch.analyze_command,
+        "tournament": pasur_tournament.tournament_command,
+        "train-hidden": pasur_hidden.train_hidden_command,
+    }
+    for name, command in pasur_commands.items():
+        pasur.app.command(name)(command)
+    numeral211_solve.register(numeral211.app)  # info, solve, exploitability
+    numeral211_abstract.register(numeral211.app)  # abstract
 
     app.add_typer(pasur.app, name="pasur")
     app.add_typer(numeral211.app, name="numeral211")
-    generic.register(app)
+    generic.register(app)  # solve
+    generic_exploitability.register(app)  # exploitability
     app.command("bench")(bench.bench_command)
     refuse_empty_text(app)  # every text option: '' is refused, not read as "not given"
 

@@ -1,16 +1,15 @@
 """``tensorcfr numeral211 ...``: the Numeral211 Hold'em sub-app.
 
 Each command lives in its own module (``numeral211_<name>.py``) with a ``register(app)``
-function, wired here: ``info``, ``solve``, ``exploitability`` (:mod:`.numeral211_solve`) and
-``abstract`` (:mod:`.numeral211_abstract`).  Add new commands the
-same way (one import and one ``register`` call below).
+function, which :mod:`.main` (the CLI's registry) calls with :data:`app`: ``info``,
+``solve``, ``exploitability`` (:mod:`.numeral211_solve`) and ``abstract``
+(:mod:`.numeral211_abstract`).  Add new commands the same way (one ``register`` call in
+``main._register``).
 """
 
 from __future__ import annotations
 
 import typer
-
-from tensorcfr.cli import numeral211_abstract, numeral211_solve
 
 app = typer.Typer(
     help="Numeral211 Hold'em: the full game, abstractions (EHS, PaEmd, KrwEmd) and "
@@ -20,5 +19,3 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-numeral211_solve.register(app)
-numeral211_abstract.register(app)

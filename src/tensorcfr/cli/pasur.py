@@ -1,4 +1,7 @@
-"""``tensorcfr pasur ...``: the Pasur commands (deal, replay, solve, exploitability)."""
+"""``tensorcfr pasur ...``: the Pasur sub-app and its ``deal`` command; the other Pasur
+commands (replay, solve, exploitability, serve, play, selfplay, train, evaluate, batch,
+analyze, tournament, train-hidden) live in ``pasur_<name>.py`` and are wired into
+:data:`app` by :mod:`.main`."""
 
 from __future__ import annotations
 
@@ -34,32 +37,3 @@ def deal_command(
     for line in describe_deal(deal):
         console.print(f"  {line}", highlight=False)
 
-
-def _register() -> None:
-    from tensorcfr.cli import pasur_cfr, pasur_replay, pasur_solve
-
-    app.command("replay")(pasur_replay.replay_command)
-    app.command("solve")(pasur_solve.solve_command)
-    app.command("exploitability")(pasur_cfr.exploitability_command)
-    from tensorcfr.cli import pasur_play
-
-    app.command("serve")(pasur_play.serve_command)
-    app.command("play")(pasur_play.play_command)
-    from tensorcfr.cli import pasur_selfplay
-
-    app.command("selfplay")(pasur_selfplay.selfplay_command)
-    app.command("train")(pasur_selfplay.train_command)
-    app.command("evaluate")(pasur_selfplay.evaluate_command)
-    from tensorcfr.cli import pasur_batch
-
-    app.command("batch")(pasur_batch.batch_command)
-    app.command("analyze")(pasur_batch.analyze_command)
-    from tensorcfr.cli import pasur_tournament
-
-    app.command("tournament")(pasur_tournament.tournament_command)
-    from tensorcfr.cli import pasur_hidden
-
-    app.command("train-hidden")(pasur_hidden.train_hidden_command)
-
-
-_register()
