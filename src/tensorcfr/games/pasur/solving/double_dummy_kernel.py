@@ -47,7 +47,8 @@ The search is fail-soft alpha-beta with
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import intrinsic
 
 CLUBS_DONE = 64
 INF = 10_000
@@ -83,27 +84,24 @@ GROUP_OF, GROUPS = _equivalence_groups()
 GROUPED_MASK = np.int64(int(np.bitwise_or.reduce(GROUPS)))
 GROUP_FIRST_MASK = np.int64(sum(1 << (4 * rank + 1) for rank in range(13) if rank != 9)
                             | (1 << 38))
-_M1 = np.uint64(0x5555555555555555)
-_M2 = np.uint64(0x3333333333333333)
-_M4 = np.uint64(0x0F0F0F0F0F0F0F0F)
-_H01 = np.uint64(0x0101010101010101)
 _K1 = np.uint64(0x9E3779B97F4A7C15)
 _K2 = np.uint64(0xBF58476D1CE4E5B9)
-_S1 = np.uint64(1)
-_S2 = np.uint64(2)
-_S4 = np.uint64(4)
-_S56 = np.uint64(56)
 _S29 = np.uint64(29)
+
+
+@intrinsic
+def _ctpop(typingctx, x):  # type: ignore[no-untyped-def]
+    """LLVM's population count (one ``popcnt`` instruction where the CPU has it)."""
+    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+        return builder.ctpop(args[0])
+
+    return types.int64(types.int64), codegen
 
 
 @njit(cache=True, inline="always")
 def popcount(x: np.int64) -> np.int64:
     """Set bits of a non-negative int64."""
-    v = np.uint64(x)
-    v = v - ((v >> _S1) & _M1)
-    v = (v & _M2) + ((v >> _S2) & _M2)
-    v = (v + (v >> _S4)) & _M4
-    return np.int64((v * _H01) >> _S56)
+    return _ctpop(np.int64(x))
 
 
 @njit(cache=True, inline="always")
