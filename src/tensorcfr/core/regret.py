@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Literal, cast, get_args
 
 import torch
 from torch import Tensor
@@ -58,6 +59,7 @@ from torch import Tensor
 from tensorcfr.errors import TensorCFRError
 
 __all__ = [
+    "Algorithm",
     "CFRVariant",
     "VARIANT_NAMES",
     "regret_matching",
@@ -76,7 +78,10 @@ __all__ = [
     "segment_sum",
 ]
 
-VARIANT_NAMES: tuple[str, ...] = ("cfr", "cfr+", "lcfr", "dcfr", "pcfr+")
+Algorithm = Literal["cfr", "cfr+", "lcfr", "dcfr", "pcfr+"]
+"""A CFR update rule's name: the vocabulary every solver and command shares, checked once by
+:class:`CFRVariant` (:meth:`CFRVariant.parse` also takes the aliases and any case)."""
+VARIANT_NAMES: tuple[Algorithm, ...] = get_args(Algorithm)
 _ALIASES = {"cfrplus": "cfr+", "cfr_plus": "cfr+", "linear": "lcfr", "linear_cfr": "lcfr",
             "discounted": "dcfr", "pcfrplus": "pcfr+", "pcfr_plus": "pcfr+", "vanilla": "cfr"}
 
@@ -89,7 +94,7 @@ class CFRVariant:
     (``gamma``: the average strategy weights ``t^gamma``).
     """
 
-    name: str  # "cfr" | "cfr+" | "lcfr" | "dcfr" | "pcfr+"
+    name: Algorithm
     alpha: float = 1.5  # DCFR: positive regrets discounted by t^alpha/(t^alpha+1)
     beta: float = 0.0  # DCFR: negative regrets discounted by t^beta/(t^beta+1)
     gamma: float = 2.0  # DCFR: average strategy contributions weighted by (t/(t+1))^gamma
@@ -123,7 +128,7 @@ class CFRVariant:
                     kwargs[label] = float(value)
                 except (TypeError, ValueError):
                     raise TensorCFRError(f"{label} must be a number, got {value!r}") from None
-        return CFRVariant(key, **kwargs)
+        return CFRVariant(cast(Algorithm, key), **kwargs)  # the name is checked when built
 
     @property
     def floors_regrets(self) -> bool:
