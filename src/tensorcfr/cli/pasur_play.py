@@ -37,16 +37,10 @@ def _check_folder(option: str, path: Optional[str]) -> Optional[str]:
 
 def _manifest_seed(folder: Optional[str]) -> Optional[int]:
     """The ``seed`` a DCFR run's manifest records (None if it does not say)."""
-    from tensorcfr.utils.confine import file_in_folder
-    from tensorcfr.utils.reading import load_json
+    from tensorcfr.utils.manifest import peek_manifest
 
-    try:
-        path = file_in_folder(str(folder), "manifest.json", named_by=str(folder),
-                              key="the manifest")
-        obj = load_json(path, "the run's manifest")
-    except (OSError, ValueError, TensorCFRError):
-        return None
-    seed = obj.get("seed") if isinstance(obj, dict) else None
+    obj = peek_manifest(str(folder))
+    seed = obj.get("seed") if obj is not None else None
     return seed if isinstance(seed, int) and not isinstance(seed, bool) else None
 
 

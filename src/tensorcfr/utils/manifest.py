@@ -68,8 +68,8 @@ def read_manifest(folder: str | os.PathLike[str], name: str = MANIFEST, *,
         what: what the folder is, for the messages (``"a DCFR run"``).
         max_bytes: the largest file read.
         hint: appended to a format or version error (``"train one with ..."``).
-        missing: the message when the file does not exist (default: ``{path} is missing:
-            {folder} is not {what}``).
+        missing: what to say after ``{path} is missing:`` when the file does not exist
+            (default: ``{folder} is not {what}``).
 
     Raises:
         TensorCFRError: ``folder`` is not a folder.
@@ -84,7 +84,7 @@ def read_manifest(folder: str | os.PathLike[str], name: str = MANIFEST, *,
         raise TensorCFRError(f"{root} is not a folder: it should be {what}")
     path = file_in_folder(root, name, named_by=root, key="the manifest")
     if not os.path.lexists(path):  # a FIFO or device there is refused by load_json, unread
-        raise CorruptFileError(missing or f"{path} is missing: {root} is not {what}")
+        raise CorruptFileError(f"{path} is missing: {missing or f'{root} is not {what}'}")
     manifest = load_json(path, f"the manifest of {what}", max_bytes)
     return path, check_format(manifest, expected_format, path, f"the manifest of {what}",
                               version=version, hint=hint)

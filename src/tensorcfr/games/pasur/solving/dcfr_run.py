@@ -94,17 +94,14 @@ SOLVER_BYTES_PER_NODE = 8 * 6
 KEPT_BYTES_PER_EDGE = 8
 
 
-def _check_manifest(manifest: Any, path: Path) -> dict[str, Any]:
-    if not isinstance(manifest, dict) or manifest.get("format") != RUN_FORMAT:
-        raise CorruptFileError(f"{path} is not the manifest of a DCFR solve")
-    return manifest
-
-
 def _load_manifest(path: Path) -> dict[str, Any]:
+    """The manifest file ``path`` of a run folder, of :data:`RUN_FORMAT` (one-line errors:
+    :func:`~tensorcfr.utils.manifest.check_format`)."""
+    from tensorcfr.utils.manifest import check_format
     from tensorcfr.utils.reading import load_json
 
-    return _check_manifest(load_json(path, "the manifest of a DCFR run", MAX_MANIFEST_BYTES),
-                           path)
+    return check_format(load_json(path, "the manifest of a DCFR run", MAX_MANIFEST_BYTES),
+                        RUN_FORMAT, path, "the manifest of a DCFR run")
 
 
 def _table_in(folder: Path, manifest: dict[str, Any], named_by: Path) -> Path:
@@ -118,14 +115,12 @@ def read_run_manifest(folder: str | os.PathLike[str]) -> dict[str, Any]:
     """The manifest of the finished run folder ``folder``, checked: its format, a ``deal``
     list and a ``mode`` of :data:`MODES`. Raises :class:`TensorCFRError` (not a folder) or
     :class:`CorruptFileError` (missing, unreadable or foreign manifest), one line each."""
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise TensorCFRError(f"{folder} is not a folder of a DCFR solve")
-    path = file_in_folder(folder, RUN_MANIFEST, named_by=folder, key="the manifest")
-    if not os.path.lexists(path):
-        raise CorruptFileError(f"{path} is missing: is {folder} the --out folder of a solve "
-                               "that finished?")
-    manifest = _load_manifest(path)
+    from tensorcfr.utils.manifest import read_manifest
+
+    path, manifest = read_manifest(
+        folder, RUN_MANIFEST, expected_format=RUN_FORMAT, what="a DCFR run",
+        max_bytes=MAX_MANIFEST_BYTES,
+        missing=f"is {folder} the --out folder of a solve that finished?")
     if manifest.get("mode") not in MODES or not isinstance(manifest.get("deal"), list):
         raise CorruptFileError(f"{path} lacks a valid deal and mode")
     return manifest
