@@ -106,12 +106,10 @@ def _read_npz(path: str | Path, expected_format: str) -> tuple[dict[str, np.ndar
         metadata = strict_json_loads(raw.tobytes().decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
         raise CorruptFileError(f"{path}: corrupt metadata") from None
-    if not isinstance(metadata, dict) or metadata.get("format") != expected_format:
-        found = metadata.get("format") if isinstance(metadata, dict) else None
-        raise CorruptFileError(f"{path}: expected a {expected_format} file, found {found!r}")
-    if metadata.get("version") != FORMAT_VERSION:
-        raise CorruptFileError(f"{path}: unsupported {expected_format} version "
-                               f"{metadata.get('version')!r}")
+    from tensorcfr.utils.manifest import check_format
+
+    metadata = check_format(metadata, expected_format, path, f"a {expected_format} file",
+                            version=FORMAT_VERSION)
     return arrays, metadata
 
 

@@ -252,11 +252,10 @@ def load_strategy_table(path: str | Path) -> StrategyTable:
         metadata = json.loads(raw.decode())
     except (UnicodeDecodeError, ValueError):
         raise _fail(path, "unreadable metadata") from None
-    if not isinstance(metadata, dict) or metadata.get("format") != TABLE_FORMAT:
-        found = metadata.get("format") if isinstance(metadata, dict) else None
-        raise _fail(path, f"format is {found!r}")
-    if metadata.get("version") != TABLE_VERSION:
-        raise _fail(path, f"unsupported version {metadata.get('version')!r}")
+    from tensorcfr.utils.manifest import check_format
+
+    metadata = check_format(metadata, TABLE_FORMAT, path, "a valid strategy table",
+                            version=TABLE_VERSION)
     for expected in TABLE_SCHEMA:
         index = table.schema.get_field_index(expected.name)
         if index < 0:
