@@ -1,83 +1,97 @@
-"""``tensorcfr solve``: tensor CFR on any OpenSpiel game (and ``exploitability`` when present)."""
+"""``tensorcfr solve``: tensor CFR on any OpenSpiel game.
+
+The run is :func:`tensorcfr.games.openspiel.solve.solve` with a
+:class:`~tensorcfr.games.openspiel.solve.SolveSettings` (walk, solver or resumed checkpoint,
+iterations with exact evaluations, checkpoints, policy and plot); this module parses the
+options, shows the run's progress events (a spinner during the walk, or a line every
+:data:`WALK_REPORT_SECONDS` in logs; a bar during the iterations) and prints the summary.
+"""
 
 from __future__ import annotations
 
-import math
+import contextlib
 import time
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
 
-from tensorcfr.cli.common import MAX_THREADS, dcfr_option, err_console, path_check, print_json
-from tensorcfr.errors import TensorCFRError
+from tensorcfr.cli.common import (MAX_THREADS, console, dcfr_option, err_console, path_check,
+                                  print_json)
 
 ALGO_HELP = "cfr | cfr+ | lcfr | dcfr | pcfr+ (default cfr, or the checkpoint's with --resume)"
-
-
-def _status(message: str) -> Any:
-    """A rich spinner on stderr while ``message`` runs (nothing when stderr is not a TTY)."""
-    import contextlib
-
-    if not err_console.is_terminal:
-        return contextlib.nullcontext()
-    return err_console.status(message)
-
-
-CHECKPOINT_SECONDS = 60.0
-"""Default interval of ``solve --save`` checkpoints during a run (seconds of solving)."""
 
 WALK_REPORT_SECONDS = 10.0
 """Interval of the walk's progress lines on a stderr that is not a terminal."""
 
 
-def _walk_progress(game: str, status: Any) -> Any:
-    """A ``flatten_game`` progress callback: updates the spinner on a terminal, else prints
-    one line every :data:`WALK_REPORT_SECONDS` seconds to stderr (long walks of big games
-    are then visible in logs)."""
-    started = time.perf_counter()
-    last = {"time": started}
+class _Display:
+    """Shows :func:`~tensorcfr.games.openspiel.solve.solve`'s events on stderr: a spinner
+    from ``setup`` to ``ready`` (walk counts in it, or a line every
+    :data:`WALK_REPORT_SECONDS` when stderr is not a terminal), notes and warnings as lines,
+    and a bar with the last exploitability from ``start`` to the end of the run."""
 
-    def report(nodes: int, infosets: int) -> None:
+    def __init__(self) -> None:
+        self.stack = contextlib.ExitStack()
+        self.status: Any = None
+        self.game = ""
+        self.walk_started = self.last_line = 0.0
+        self.bar: Any = None
+        self.task: Any = None
+
+    def __enter__(self) -> "_Display":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stack.close()
+
+    def __call__(self, event: Any) -> None:
+        getattr(self, f"_on_{event.event}")(event)
+
+    def _on_setup(self, event: Any) -> None:
+        self.game = event.game
+        self.walk_started = self.last_line = time.perf_counter()
+        if err_console.is_terminal:
+            self.status = self.stack.enter_context(
+                err_console.status(f"walking {event.game} and building tensors"))
+
+    def _on_walk(self, event: Any) -> None:
         now = time.perf_counter()
-        if status is not None:
-            status.update(f"walking {game}: {nodes:,} nodes, {infosets:,} infosets")
-        elif now - last["time"] >= WALK_REPORT_SECONDS:
-            last["time"] = now
-            err_console.print(f"walking {game}: {nodes:,} nodes, {infosets:,} infosets, "
-                              f"{now - started:.0f} s", highlight=False, soft_wrap=True)
+        if self.status is not None:
+            self.status.update(f"walking {self.game}: {event.nodes:,} nodes, "
+                               f"{event.infosets:,} infosets")
+        elif now - self.last_line >= WALK_REPORT_SECONDS:
+            self.last_line = now
+            err_console.print(f"walking {self.game}: {event.nodes:,} nodes, "
+                              f"{event.infosets:,} infosets, {now - self.walk_started:.0f} s",
+                              highlight=False, soft_wrap=True)
 
-    return report
+    def _on_ready(self, event: Any) -> None:
+        self.stack.close()  # the spinner goes
+        self.status = None
 
+    def _on_note(self, event: Any) -> None:
+        err_console.print(event.text, highlight=False, soft_wrap=True)
 
-def _eval_points(start: int, total: int, every: int) -> set[int]:
-    """Iterations (absolute numbers) after which exploitability is evaluated."""
-    points = {total}
-    if every > 0:
-        points.update(range(start + every - (start % every), total + 1, every))
-    return {p for p in points if p > start}
+    def _on_warning(self, event: Any) -> None:
+        err_console.print(f"[yellow]warning:[/] {event.text}", highlight=False, soft_wrap=True)
 
+    def _on_start(self, event: Any) -> None:
+        from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-def _plot(history: list[tuple[int, float]], path: Path, title: str) -> None:
-    import matplotlib
+        self.bar = self.stack.enter_context(Progress(
+            TextColumn("[bold]{task.description}"), BarColumn(),
+            TextColumn("{task.completed}/{task.total}"),
+            TextColumn("expl {task.fields[expl]}"), TimeRemainingColumn(),
+            console=err_console, transient=True, disable=not err_console.is_terminal))
+        self.task = self.bar.add_task(event.label, total=event.target - event.start_iteration,
+                                      expl="-")
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    def _on_iteration(self, event: Any) -> None:
+        self.bar.update(self.task, completed=event.iteration - event.start_iteration)
 
-    from tensorcfr.utils.io import atomic_path
-
-    points = [(i, e) for i, e in history if e > 0 and math.isfinite(e)]
-    fig, ax = plt.subplots(figsize=(6, 4), dpi=120)
-    if points:
-        ax.loglog([p[0] for p in points], [p[1] for p in points], marker="o", markersize=3)
-    ax.set_xlabel("iteration")
-    ax.set_ylabel("exploitability")
-    ax.set_title(title)
-    ax.grid(True, which="both", alpha=0.3)
-    fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png")
-    plt.close(fig)
+    def _on_evaluated(self, event: Any) -> None:
+        self.bar.update(self.task, expl=f"{event.exploitability:.3e}")
 
 
 def solve_command(
@@ -128,186 +142,15 @@ def solve_command(
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object to stdout."),
 ) -> None:
     """Solve an OpenSpiel game with tensor CFR and report its exploitability."""
-    import torch
-    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+    from tensorcfr.games.openspiel.solve import SolveSettings, solve
 
-    from tensorcfr.core.cfr import TensorCFRSolver, load_checkpoint, resolve_dtype
-    from tensorcfr.core.policy_io import read_checkpoint_metadata, save_policy
-    from tensorcfr.core.regret import CFRVariant
-    from tensorcfr.games.openspiel.flatten import flatten_game, load_game
-    from tensorcfr.utils.resources import parse_memory, peak_rss_mb, set_threads
-
-    from tensorcfr.utils.device import resolve_device as check_device
-    from tensorcfr.utils.io import check_output_file
-
-    if iterations < 1:
-        raise TensorCFRError(f"--iterations must be at least 1, got {iterations}")
-    if eval_every is not None and eval_every < 0:
-        raise TensorCFRError(f"--eval-every must be >= 0, got {eval_every}")
-    if checkpoint_every is not None and checkpoint_every < 0:
-        raise TensorCFRError(f"--checkpoint-every must be >= 0, got {checkpoint_every}")
-    if checkpoint_every is not None and save is None:
-        raise TensorCFRError("--checkpoint-every needs --save FILE (where to write it)")
-    n_threads = set_threads(threads)
-    budget = parse_memory(max_memory)
-    check_device(device, "--device")  # fail before the (possibly long) walk
-    if dtype is not None:
-        resolve_dtype(dtype)
-    if algo is not None:
-        try:
-            CFRVariant.parse(algo, alpha, beta, gamma)  # validate early: one-line error
-        except TensorCFRError as exc:
-            raise TensorCFRError(f"--algo: {exc}") from None
-    # Every output path is checked before the (possibly long) walk and solve.
-    for option, path in (("--save", save), ("--policy-out", policy_out), ("--plot", plot)):
-        if path is not None:
-            check_output_file(path, option)
-    loaded = load_game(game)
-    setup_started = time.perf_counter()
-    if resume is not None:
-        meta = read_checkpoint_metadata(resume)
-        if meta.get("game") != str(loaded):
-            from tensorcfr.errors import CorruptFileError
-
-            raise CorruptFileError(f"{resume}: checkpoint is for {meta.get('game')}, "
-                                   f"not {loaded}")
-        params = meta.get("parameters", {})
-        if algo is not None and CFRVariant.parse(algo).name != params.get("algo"):
-            raise TensorCFRError(f"--algo {algo} differs from the checkpoint's "
-                                 f"{params.get('algo')!r}")
-        if alternating is not None and bool(alternating) != bool(params.get("alternating")):
-            raise TensorCFRError("--alternating/--simultaneous differs from the checkpoint")
-        if dtype is not None and dtype.strip().lower() != "auto" and \
-                str(resolve_dtype(dtype)).removeprefix("torch.") != params.get("dtype"):
-            raise TensorCFRError(f"--dtype {dtype} differs from the checkpoint's "
-                                 f"{params.get('dtype')!r}")
-    with _status(f"walking {loaded} and building tensors") as status:
-        tree = flatten_game(loaded, max_memory_bytes=budget,
-                            progress=_walk_progress(str(loaded), status))
-        if resume is not None:
-            solver = load_checkpoint(resume, tree, device=device, max_memory_bytes=budget)
-        else:
-            solver = TensorCFRSolver(tree, algo=algo or "cfr",
-                                     alternating=True if alternating is None else alternating,
-                                     alpha=alpha, beta=beta, gamma=gamma, device=device,
-                                     dtype=dtype or "auto", max_memory_bytes=budget,
-                                     threads=n_threads)
-    setup_seconds = time.perf_counter() - setup_started
-
-    start_iteration = solver.iteration
-    if resume is None and solver.dtype_auto and solver.dtype == torch.float32:
-        from tensorcfr.core.cfr import AUTO_FLOAT32_MIN_NODES
-
-        err_console.print(f"dtype float32 chosen automatically: {tree.num_nodes:,} nodes, "
-                          f"more than {AUTO_FLOAT32_MIN_NODES:,} (--dtype float64 to keep "
-                          "float64)", highlight=False, soft_wrap=True)
-    if resume is not None:
-        err_console.print(f"resumed from {resume} at iteration {start_iteration:,} "
-                          f"({solver.algo}, {str(solver.dtype).removeprefix('torch.')}); "
-                          f"running {iterations:,} more", highlight=False, soft_wrap=True)
-    target = start_iteration + iterations
-    every = eval_every if eval_every is not None else max(1, iterations // 20)
-    points = _eval_points(start_iteration, target, every)
-    from tensorcfr.core.best_response import exploitability as exploitability_fn
-
-    history: list[tuple[int, float]] = []
-    last_result: Any = None
-    solve_seconds = 0.0
-
-    evaluation_error: list[str] = []
-    if not solver.tree.metadata.get("perfect_recall", True):
-        err_console.print(
-            f"[yellow]warning:[/] {solver.game_string} does not have perfect recall "
-            f"({solver.tree.metadata.get('imperfect_recall_infosets')} infosets); CFR runs but "
-            "without convergence guarantees", highlight=False, soft_wrap=True)
-
-    def evaluate() -> Any:
-        if evaluation_error:
-            return None
-        try:
-            return exploitability_fn(solver.tree, solver.average_policy())
-        except TensorCFRError as exc:  # e.g. imperfect recall: no exact best response
-            evaluation_error.append(str(exc))
-            return None
-
-    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
-                        TextColumn("{task.completed}/{task.total}"),
-                        TextColumn("expl {task.fields[expl]}"), TimeRemainingColumn(),
-                        console=err_console, transient=True, disable=not err_console.is_terminal)
-    last_save = {"time": time.perf_counter(), "iteration": start_iteration}
-    checkpoints_written = 0
-
-    def maybe_checkpoint() -> None:
-        nonlocal checkpoints_written
-        if save is None or checkpoint_every == 0 or solver.iteration >= target:
-            return
-        if checkpoint_every is not None:
-            due = solver.iteration - last_save["iteration"] >= checkpoint_every
-        else:
-            due = time.perf_counter() - last_save["time"] >= CHECKPOINT_SECONDS
-        if due:
-            solver.save(str(save))
-            checkpoints_written += 1
-            last_save.update(time=time.perf_counter(), iteration=solver.iteration)
-
-    with progress:
-        task = progress.add_task(f"{solver.algo} {solver.game_string}", total=iterations,
-                                 expl="-")
-        while solver.iteration < target:
-            step_end = min((p for p in points if p > solver.iteration), default=target)
-            started = time.perf_counter()
-            while solver.iteration < step_end:
-                solver.evaluate_and_update_policy()
-                if solver.device.type == "cuda":  # pragma: no cover - no GPU here
-                    torch.cuda.synchronize(solver.device)
-                progress.update(task, completed=solver.iteration - start_iteration)
-                if save is not None:
-                    solve_seconds += time.perf_counter() - started
-                    maybe_checkpoint()
-                    started = time.perf_counter()
-            solve_seconds += time.perf_counter() - started
-            if step_end in points:
-                last_result = evaluate()
-                if last_result is not None:
-                    history.append((solver.iteration, float(last_result.exploitability)))
-                    progress.update(task, expl=f"{last_result.exploitability:.3e}")
-
-    if save is not None:
-        solver.save(str(save))
-    exploitability_value = None if last_result is None else float(last_result.exploitability)
-    nash_conv = None if last_result is None else float(last_result.nash_conv)
-    if policy_out is not None:
-        save_policy(policy_out, solver.tree, solver.average_policy(), extra={
-            "algo": solver.algo, "iterations": solver.iteration,
-            "parameters": solver.parameters(), "exploitability": exploitability_value})
-    if plot is not None:
-        _plot(history, plot, f"{solver.algo} on {solver.game_string}")
-    summary: dict[str, Any] = {
-        "game": solver.game_string,
-        "algo": solver.algo,
-        "alternating": solver.alternating,
-        "alpha": solver.variant.alpha, "beta": solver.variant.beta,
-        "gamma": solver.variant.gamma,
-        "iterations": solver.iteration,
-        "iterations_run": iterations,
-        "exploitability": exploitability_value,
-        "nash_conv": nash_conv,
-        "ms_per_iteration": 1000.0 * solve_seconds / iterations,
-        "setup_seconds": setup_seconds,
-        "walk_seconds": solver.tree.setup_seconds,
-        "peak_rss_mb": peak_rss_mb(),
-        "threads": n_threads,
-        "device": str(solver.device),
-        "dtype": str(solver.dtype).removeprefix("torch."),
-        "num_nodes": solver.tree.num_nodes,
-        "num_infosets": solver.tree.num_infosets,
-        "num_action_slots": solver.tree.num_slots,
-        "estimated_memory_mb": solver.estimated_memory_bytes / 2**20,
-        "exploitability_history": [[i, e] for i, e in history],
-        "resumed_from_iteration": start_iteration if resume is not None else None,
-    }
-    if evaluation_error:
-        summary["note"] = f"no exploitability: {evaluation_error[0]}"
+    settings = SolveSettings(
+        game=game, algo=algo, iterations=iterations, alternating=alternating, alpha=alpha,
+        beta=beta, gamma=gamma, eval_every=eval_every, device=device, dtype=dtype,
+        threads=threads, max_memory=max_memory, save=save, checkpoint_every=checkpoint_every,
+        resume=resume, policy_out=policy_out, plot=plot)
+    with _Display() as display:
+        summary = solve(settings, on_progress=display).summary
     if json_out:
         print_json(summary)
         return
@@ -317,8 +160,6 @@ def solve_command(
 def _print_summary(summary: dict[str, Any], save: Path | None, policy_out: Path | None,
                    plot: Path | None) -> None:
     from rich.table import Table
-
-    from tensorcfr.cli.common import console
 
     table = Table(title=f"{summary['algo']} on {summary['game']}", show_header=False)
     table.add_column("key", style="bold")

@@ -1,6 +1,7 @@
 """OpenSpiel games for the generic tensor CFR engine: loading, flattening, solvers that take
-game strings (:mod:`~tensorcfr.games.openspiel.solvers`) and ``TabularPolicy`` conversions
-(:mod:`~tensorcfr.games.openspiel.policy`)."""
+game strings (:mod:`~tensorcfr.games.openspiel.solvers`), ``TabularPolicy`` conversions
+(:mod:`~tensorcfr.games.openspiel.policy`) and one ``tensorcfr solve`` run as a library call
+(:mod:`~tensorcfr.games.openspiel.solve`: ``solve(SolveSettings(...))``)."""
 
 from tensorcfr.games.openspiel.flatten import (
     GameLoadError,

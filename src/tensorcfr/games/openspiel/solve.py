@@ -1,0 +1,395 @@
+"""One tensor CFR run on an OpenSpiel game as a library call: :func:`solve` with a
+:class:`SolveSettings` (what ``tensorcfr solve GAME`` runs).
+
+The run loads the game, walks and flattens it (memory checked first), builds the core solver
+or resumes a checkpoint (same game; the algorithm, update order and dtype must agree), runs
+``iterations`` more iterations with the exact exploitability evaluated at fixed points
+(every ``eval_every`` iterations and at the end), writes a checkpoint every
+``checkpoint_every`` iterations or minute of solving and at the end, and saves the average
+policy (NPZ + JSON metadata) and a log-log plot of exploitability against iterations.
+Exploitability is in the game's utility units per game (OpenSpiel's ``exploitability``:
+NashConv divided by the number of players).
+
+>>> result = solve(SolveSettings(game="kuhn_poker", algo="cfr+", iterations=20))
+>>> result.summary["iterations"], result.summary["exploitability"] < 0.05
+(20, True)
+
+Nothing here prints or parses command lines: progress, notes and warnings go to the optional
+``on_progress`` callback (:class:`SolveProgress` events); errors are one-line
+:class:`~tensorcfr.errors.TensorCFRError` subclasses naming the CLI options.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from tensorcfr.errors import CorruptFileError, TensorCFRError
+
+__all__ = ["CHECKPOINT_SECONDS", "SolveProgress", "SolveResult", "SolveSettings",
+           "eval_points", "solve"]
+
+CHECKPOINT_SECONDS = 60.0
+"""Default interval of checkpoints during a run with ``save`` (seconds of solving)."""
+
+
+@dataclass(frozen=True)
+class SolveSettings:
+    """Everything one run needs (the options of ``tensorcfr solve``), checked when built
+    (one-line :class:`TensorCFRError` naming the option).
+
+    Attributes:
+        game: an OpenSpiel game string, e.g. ``kuhn_poker`` or ``leduc_poker(players=3)``.
+        algo: cfr, cfr+, lcfr, dcfr or pcfr+ (None: cfr, or the checkpoint's with
+            ``resume``); alpha, beta, gamma: the DCFR parameters (None: its defaults).
+        iterations: iterations to run, in addition to a resumed checkpoint's.
+        alternating: alternating updates (None: True, like OpenSpiel's CFRSolver, or the
+            checkpoint's) or simultaneous.
+        eval_every: exact exploitability every K iterations (None: about 20 times per run;
+            0: only at the end).
+        device: torch device; dtype: float64, float32 or auto (None: auto, float64 up to
+            5,000,000 nodes); threads: torch intra-op threads (None: the default, 1).
+        max_memory: refuse games needing more (bytes, or a size such as ``"8G"``; None or
+            ``"auto"``: the memory available when the settings are built); stored as bytes.
+        save: checkpoint file (NPZ) written during the run and at the end;
+            checkpoint_every: with ``save``, every K iterations (None: whenever
+            :data:`CHECKPOINT_SECONDS` of solving have passed; 0: only at the end).
+        resume: the checkpoint to continue.
+        policy_out: where to write the average policy (NPZ + JSON metadata).
+        plot: where to write exploitability against iteration (log-log PNG).
+    """
+
+    game: str
+    algo: Optional[str] = None
+    iterations: int = 1000
+    alternating: Optional[bool] = None
+    alpha: Optional[float] = None
+    beta: Optional[float] = None
+    gamma: Optional[float] = None
+    eval_every: Optional[int] = None
+    device: str = "cpu"
+    dtype: Optional[str] = None
+    threads: Optional[int] = None
+    max_memory: int | str | None = "auto"
+    save: Optional[Path] = None
+    checkpoint_every: Optional[int] = None
+    resume: Optional[Path] = None
+    policy_out: Optional[Path] = None
+    plot: Optional[Path] = None
+
+    def __post_init__(self) -> None:
+        from tensorcfr.core.cfr import resolve_dtype
+        from tensorcfr.core.regret import CFRVariant
+        from tensorcfr.utils.resources import parse_memory
+
+        if self.iterations < 1:
+            raise TensorCFRError(f"--iterations must be at least 1, got {self.iterations}")
+        if self.eval_every is not None and self.eval_every < 0:
+            raise TensorCFRError(f"--eval-every must be >= 0, got {self.eval_every}")
+        if self.checkpoint_every is not None and self.checkpoint_every < 0:
+            raise TensorCFRError(f"--checkpoint-every must be >= 0, got "
+                                 f"{self.checkpoint_every}")
+        if self.checkpoint_every is not None and self.save is None:
+            raise TensorCFRError("--checkpoint-every needs --save FILE (where to write it)")
+        for name in ("save", "resume", "policy_out", "plot"):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, Path(value))
+        if not isinstance(self.max_memory, int):
+            object.__setattr__(self, "max_memory", parse_memory(self.max_memory))
+        elif self.max_memory <= 0:
+            raise TensorCFRError(f"--max-memory must be positive, got {self.max_memory}")
+        if self.dtype is not None:
+            resolve_dtype(self.dtype)
+        if self.algo is not None:
+            try:
+                CFRVariant.parse(self.algo, self.alpha, self.beta, self.gamma)
+            except TensorCFRError as exc:
+                raise TensorCFRError(f"--algo: {exc}") from None
+
+
+@dataclass(frozen=True)
+class SolveProgress:
+    """An event of :func:`solve`, in this order:
+
+    * ``"setup"``: the game is loaded (``game``, its string); the walk and the tensors follow.
+    * ``"walk"``: during the walk, ``nodes`` and ``infosets`` found so far.
+    * ``"ready"``: the solver is built (or resumed).
+    * ``"note"`` / ``"warning"``: a line for the user (``text``): the dtype chosen
+      automatically, the resumed iteration; a game without perfect recall.
+    * ``"start"``: iterations begin: ``label`` (algorithm and game), ``start_iteration``,
+      ``target`` (the iteration the run ends at).
+    * ``"iteration"``: after each iteration (``iteration``, absolute).
+    * ``"evaluated"``: an exact evaluation at ``iteration`` gave ``exploitability``.
+    """
+
+    event: str
+    game: str = ""
+    nodes: int = 0
+    infosets: int = 0
+    text: str = ""
+    label: str = ""
+    iteration: int = 0
+    start_iteration: int = 0
+    target: int = 0
+    exploitability: Optional[float] = None
+
+
+@dataclass
+class SolveResult:
+    """What :func:`solve` did: ``solver`` (``solver.average_policy()`` is the strategy,
+    ``solver.tree`` the flattened game) and ``summary``, the JSON object ``tensorcfr solve
+    --json`` prints."""
+
+    solver: Any
+    summary: dict[str, Any] = field(default_factory=dict)
+
+
+def eval_points(start: int, total: int, every: int) -> set[int]:
+    """Iterations (absolute numbers) after which exploitability is evaluated: every
+    ``every`` (0: none but the last) and ``total``, all after ``start``.
+
+    >>> sorted(eval_points(0, 10, 4))
+    [4, 8, 10]
+    """
+    points = {total}
+    if every > 0:
+        points.update(range(start + every - (start % every), total + 1, every))
+    return {p for p in points if p > start}
+
+
+def plot_curve(history: list[tuple[int, float]], path: Path, title: str) -> None:
+    """Exploitability against iteration, log-log, as a PNG written atomically."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from tensorcfr.utils.io import atomic_path
+
+    points = [(i, e) for i, e in history if e > 0 and math.isfinite(e)]
+    fig, ax = plt.subplots(figsize=(6, 4), dpi=120)
+    if points:
+        ax.loglog([p[0] for p in points], [p[1] for p in points], marker="o", markersize=3)
+    ax.set_xlabel("iteration")
+    ax.set_ylabel("exploitability")
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png")
+    plt.close(fig)
+
+
+def _check_resume(s: SolveSettings, loaded: Any) -> None:
+    """The checkpoint ``s.resume`` is of ``loaded`` and agrees with the options given."""
+    from tensorcfr.core.cfr import resolve_dtype
+    from tensorcfr.core.policy_io import read_checkpoint_metadata
+    from tensorcfr.core.regret import CFRVariant
+
+    meta = read_checkpoint_metadata(s.resume)
+    if meta.get("game") != str(loaded):
+        raise CorruptFileError(f"{s.resume}: checkpoint is for {meta.get('game')}, "
+                               f"not {loaded}")
+    params = meta.get("parameters", {})
+    if s.algo is not None and CFRVariant.parse(s.algo).name != params.get("algo"):
+        raise TensorCFRError(f"--algo {s.algo} differs from the checkpoint's "
+                             f"{params.get('algo')!r}")
+    if s.alternating is not None and bool(s.alternating) != bool(params.get("alternating")):
+        raise TensorCFRError("--alternating/--simultaneous differs from the checkpoint")
+    if s.dtype is not None and s.dtype.strip().lower() != "auto" and \
+            str(resolve_dtype(s.dtype)).removeprefix("torch.") != params.get("dtype"):
+        raise TensorCFRError(f"--dtype {s.dtype} differs from the checkpoint's "
+                             f"{params.get('dtype')!r}")
+
+
+def _build_solver(s: SolveSettings, loaded: Any, threads: int,
+                  report: Callable[[SolveProgress], None]) -> Any:
+    """Walk and flatten the game, then build the solver or load the checkpoint."""
+    from tensorcfr.core.cfr import TensorCFRSolver, load_checkpoint
+    from tensorcfr.games.openspiel.flatten import flatten_game
+
+    budget = s.max_memory
+    report(SolveProgress("setup", game=str(loaded)))
+    tree = flatten_game(loaded, max_memory_bytes=budget,
+                        progress=lambda nodes, infosets: report(
+                            SolveProgress("walk", nodes=nodes, infosets=infosets)))
+    if s.resume is not None:
+        return load_checkpoint(s.resume, tree, device=s.device, max_memory_bytes=budget)
+    return TensorCFRSolver(tree, algo=s.algo or "cfr",
+                           alternating=True if s.alternating is None else s.alternating,
+                           alpha=s.alpha, beta=s.beta, gamma=s.gamma, device=s.device,
+                           dtype=s.dtype or "auto", max_memory_bytes=budget, threads=threads)
+
+
+def _notes(s: SolveSettings, solver: Any, report: Callable[[SolveProgress], None]) -> None:
+    import torch
+
+    if s.resume is None and solver.dtype_auto and solver.dtype == torch.float32:
+        from tensorcfr.core.cfr import AUTO_FLOAT32_MIN_NODES
+
+        report(SolveProgress("note", text=(
+            f"dtype float32 chosen automatically: {solver.tree.num_nodes:,} nodes, more than "
+            f"{AUTO_FLOAT32_MIN_NODES:,} (--dtype float64 to keep float64)")))
+    if s.resume is not None:
+        report(SolveProgress("note", text=(
+            f"resumed from {s.resume} at iteration {solver.iteration:,} ({solver.algo}, "
+            f"{str(solver.dtype).removeprefix('torch.')}); running {s.iterations:,} more")))
+    if not solver.tree.metadata.get("perfect_recall", True):
+        report(SolveProgress("warning", text=(
+            f"{solver.game_string} does not have perfect recall "
+            f"({solver.tree.metadata.get('imperfect_recall_infosets')} infosets); CFR runs "
+            "but without convergence guarantees")))
+
+
+class _Checkpoints:
+    """The checkpoints of a run with ``save``: due every ``checkpoint_every`` iterations, or
+    every :data:`CHECKPOINT_SECONDS` of solving (paused while evaluating)."""
+
+    def __init__(self, s: SolveSettings, solver: Any, target: int) -> None:
+        self.s, self.solver, self.target = s, solver, target
+        self.last_time = time.perf_counter()
+        self.last_iteration = solver.iteration
+        self.written = 0
+
+    def maybe_write(self) -> None:
+        s, solver = self.s, self.solver
+        if s.save is None or s.checkpoint_every == 0 or solver.iteration >= self.target:
+            return
+        if s.checkpoint_every is not None:
+            due = solver.iteration - self.last_iteration >= s.checkpoint_every
+        else:
+            due = time.perf_counter() - self.last_time >= CHECKPOINT_SECONDS
+        if due:
+            solver.save(str(s.save))
+            self.written += 1
+            self.last_time, self.last_iteration = time.perf_counter(), solver.iteration
+
+
+def _iterate(s: SolveSettings, solver: Any, report: Callable[[SolveProgress], None]
+             ) -> tuple[float, list[tuple[int, float]], Any, list[str]]:
+    """Run ``s.iterations`` iterations with the evaluations and checkpoints; returns the
+    seconds of solving (evaluations and checkpoints left out), the exploitability history,
+    the last evaluation (None if none succeeded) and the evaluation error, if any."""
+    import torch
+
+    from tensorcfr.core.best_response import exploitability
+
+    start = solver.iteration
+    target = start + s.iterations
+    every = s.eval_every if s.eval_every is not None else max(1, s.iterations // 20)
+    points = eval_points(start, target, every)
+    history: list[tuple[int, float]] = []
+    errors: list[str] = []
+    last: Any = None
+    solve_seconds = 0.0
+    checkpoints = _Checkpoints(s, solver, target)
+
+    def evaluate() -> Any:
+        if errors:
+            return None
+        try:
+            return exploitability(solver.tree, solver.average_policy())
+        except TensorCFRError as exc:  # e.g. imperfect recall: no exact best response
+            errors.append(str(exc))
+            return None
+
+    report(SolveProgress("start", label=f"{solver.algo} {solver.game_string}",
+                         start_iteration=start, target=target, iteration=start))
+    while solver.iteration < target:
+        step_end = min((p for p in points if p > solver.iteration), default=target)
+        started = time.perf_counter()
+        while solver.iteration < step_end:
+            solver.evaluate_and_update_policy()
+            if solver.device.type == "cuda":  # pragma: no cover - no GPU here
+                torch.cuda.synchronize(solver.device)
+            report(SolveProgress("iteration", iteration=solver.iteration,
+                                 start_iteration=start, target=target))
+            if s.save is not None:
+                solve_seconds += time.perf_counter() - started
+                checkpoints.maybe_write()
+                started = time.perf_counter()
+        solve_seconds += time.perf_counter() - started
+        if step_end in points:
+            last = evaluate()
+            if last is not None:
+                history.append((solver.iteration, float(last.exploitability)))
+                report(SolveProgress("evaluated", iteration=solver.iteration,
+                                     start_iteration=start, target=target,
+                                     exploitability=float(last.exploitability)))
+    return solve_seconds, history, last, errors
+
+
+def solve(settings: SolveSettings, *,
+          on_progress: Callable[[SolveProgress], None] | None = None) -> SolveResult:
+    """Run what ``settings`` describe (see the module docstring); ``on_progress`` gets the
+    :class:`SolveProgress` events. Returns the solver and the summary; one-line
+    :class:`TensorCFRError` subclasses on bad input (an unknown game, a device, an output
+    path, a checkpoint of another game or other options, a game too large for
+    ``max_memory``)."""
+    from tensorcfr.core.policy_io import save_policy
+    from tensorcfr.games.openspiel.flatten import load_game
+    from tensorcfr.utils.device import resolve_device
+    from tensorcfr.utils.io import check_output_file
+    from tensorcfr.utils.resources import peak_rss_mb, set_threads
+
+    s = settings
+    report = on_progress or (lambda event: None)
+    threads = set_threads(s.threads)
+    resolve_device(s.device, "--device")  # fail before the (possibly long) walk
+    # Every output path is checked before the (possibly long) walk and solve.
+    for option, path in (("--save", s.save), ("--policy-out", s.policy_out),
+                         ("--plot", s.plot)):
+        if path is not None:
+            check_output_file(path, option)
+    loaded = load_game(s.game)
+    setup_started = time.perf_counter()
+    if s.resume is not None:
+        _check_resume(s, loaded)
+    solver = _build_solver(s, loaded, threads, report)
+    setup_seconds = time.perf_counter() - setup_started
+    report(SolveProgress("ready", game=str(loaded)))
+    start_iteration = solver.iteration
+    _notes(s, solver, report)
+    solve_seconds, history, last, errors = _iterate(s, solver, report)
+
+    if s.save is not None:
+        solver.save(str(s.save))
+    exploitability = None if last is None else float(last.exploitability)
+    nash_conv = None if last is None else float(last.nash_conv)
+    if s.policy_out is not None:
+        save_policy(s.policy_out, solver.tree, solver.average_policy(), extra={
+            "algo": solver.algo, "iterations": solver.iteration,
+            "parameters": solver.parameters(), "exploitability": exploitability})
+    if s.plot is not None:
+        plot_curve(history, s.plot, f"{solver.algo} on {solver.game_string}")
+    summary: dict[str, Any] = {
+        "game": solver.game_string,
+        "algo": solver.algo,
+        "alternating": solver.alternating,
+        "alpha": solver.variant.alpha, "beta": solver.variant.beta,
+        "gamma": solver.variant.gamma,
+        "iterations": solver.iteration,
+        "iterations_run": s.iterations,
+        "exploitability": exploitability,
+        "nash_conv": nash_conv,
+        "ms_per_iteration": 1000.0 * solve_seconds / s.iterations,
+        "setup_seconds": setup_seconds,
+        "walk_seconds": solver.tree.setup_seconds,
+        "peak_rss_mb": peak_rss_mb(),
+        "threads": threads,
+        "device": str(solver.device),
+        "dtype": str(solver.dtype).removeprefix("torch."),
+        "num_nodes": solver.tree.num_nodes,
+        "num_infosets": solver.tree.num_infosets,
+        "num_action_slots": solver.tree.num_slots,
+        "estimated_memory_mb": solver.estimated_memory_bytes / 2**20,
+        "exploitability_history": [[i, e] for i, e in history],
+        "resumed_from_iteration": start_iteration if s.resume is not None else None,
+    }
+    if errors:
+        summary["note"] = f"no exploitability: {errors[0]}"
+    return SolveResult(solver=solver, summary=summary)
