@@ -30,7 +30,7 @@ from typing import Any, Callable, Optional
 from tensorcfr.errors import CorruptFileError, TensorCFRError
 
 __all__ = ["CHECKPOINT_SECONDS", "SolveProgress", "SolveResult", "SolveSettings",
-           "eval_points", "solve"]
+           "eval_points", "policy_exploitability", "solve"]
 
 CHECKPOINT_SECONDS = 60.0
 """Default interval of checkpoints during a run with ``save`` (seconds of solving)."""
@@ -393,3 +393,61 @@ def solve(settings: SolveSettings, *,
     if errors:
         summary["note"] = f"no exploitability: {errors[0]}"
     return SolveResult(solver=solver, summary=summary)
+
+
+# --------------------------------------------------------------------------- a saved policy
+
+
+def policy_exploitability(game_string: str, policy_file: str | Path, *, device: str = "cpu",
+                          max_memory: str | None = None,
+                          on_stage: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """The exact analysis of a policy file (:func:`tensorcfr.core.policy_io.save_policy`,
+    e.g. ``solve``'s ``policy_out``) on ``game_string`` (what ``tensorcfr exploitability``
+    prints). ``on_stage`` gets ``"flattening GAME"`` and ``"computing best responses"`` as
+    each stage starts.
+
+    Returns:
+        A JSON-ready dict: ``game``, ``policy_file``, ``num_players``, ``num_nodes``,
+        ``num_infosets``, ``best_response_values``, ``policy_values``, ``improvements``,
+        ``nash_conv``, ``exploitability`` (game utility units), ``flatten_seconds``,
+        ``best_response_seconds``.
+
+    Raises:
+        TensorCFRError: unknown game, unreadable / corrupt policy file, a policy for
+            another game, a policy that is not normalized, or a game too big for
+            ``max_memory``.
+    """
+    from tensorcfr.core.best_response import exploitability
+    from tensorcfr.core.policy_io import load_policy
+    from tensorcfr.games.openspiel.flatten import flatten_game, load_game
+    from tensorcfr.utils.device import resolve_device
+    from tensorcfr.utils.resources import parse_memory
+
+    stage = on_stage or (lambda text: None)
+    target = resolve_device(device, "--device")
+    saved = load_policy(policy_file)
+    game = load_game(game_string)
+    canonical = str(game)
+    if saved.game_string != canonical:
+        raise CorruptFileError(f"{policy_file}: the policy is for {saved.game_string}, "
+                               f"not {canonical}")
+    budget = parse_memory(max_memory)
+    started = time.perf_counter()
+    stage(f"flattening {canonical}")
+    tree = flatten_game(game, max_memory_bytes=budget)
+    flatten_seconds = time.perf_counter() - started
+    slots = saved.slots_for(tree)
+    started = time.perf_counter()
+    stage("computing best responses")
+    result = exploitability(tree, slots, device=target)
+    best_response_seconds = time.perf_counter() - started
+    return {
+        "game": canonical,
+        "policy_file": str(policy_file),
+        "num_players": int(tree.num_players),
+        "num_nodes": int(tree.num_nodes),
+        "num_infosets": int(tree.num_infosets),
+        **result.to_dict(),
+        "flatten_seconds": flatten_seconds,
+        "best_response_seconds": best_response_seconds,
+    }
