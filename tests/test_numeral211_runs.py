@@ -1,6 +1,6 @@
-"""The Numeral211 runs as library calls (``games/numeral211/run_*.py``: one settings object,
-the same run as the CLI) and ``--storage classes|cells`` of ``numeral211 solve`` (stored in
-checkpoints, a resume with the other layout refused in one line)."""
+"""The Numeral211 runs as library calls (``games/numeral211/runs/run_*.py``: one settings
+object, the same run as the CLI) and ``--storage classes|cells`` of ``numeral211 solve``
+(stored in checkpoints, a resume with the other layout refused in one line)."""
 
 from __future__ import annotations
 
@@ -101,11 +101,31 @@ def test_library_abstract_solve_is_the_cli_run(tmp_path, capsys, monkeypatch) ->
     (lambda: AbstractSolveSettings(), "either --abstraction or --embedding"),
     (lambda: AbstractSolveSettings(abstraction="a.npz", algo="dcfr"), "cfr+"),
     (lambda: AbstractSolveSettings(abstraction="a.npz", storage="x"), "--storage"),
+    (lambda: AbstractSolveSettings(abstraction="a.npz", iterations=0), "--iterations must be "
+     "at least 1, got 0"),
+    (lambda: AbstractSolveSettings(embedding="p.npz", eval_every=-1), "--eval-every"),
+    (lambda: AbstractSolveSettings(embedding="p.npz", checkpoint_minutes=float("nan")),
+     "--checkpoint-minutes"),
     (lambda: AbstractionSettings(method="kmeans", out="a.npz"), "--method"),
 ])
 def test_settings_check_their_values(make, fragment) -> None:
     with pytest.raises(TensorCFRError, match=fragment):
         make()
+
+
+def test_the_solve_settings_share_one_base() -> None:
+    """The 17 options both solves take are one dataclass (checked once); each adds its own."""
+    from dataclasses import fields
+
+    from tensorcfr.games.numeral211.runs.run_common import RunSettings
+
+    shared = {f.name for f in fields(RunSettings)}
+    assert len(shared) == 17 and {"iterations", "save", "storage", "seed"} <= shared
+    assert {f.name for f in fields(SolveSettings)} - shared == {"alpha", "beta", "gamma"}
+    assert {"abstraction", "embedding", "cfr_br"} <= {f.name for f in
+                                                      fields(AbstractSolveSettings)} - shared
+    made = AbstractSolveSettings(abstraction="a.npz", dtype=" Float64 ", storage="CELLS")
+    assert isinstance(made, RunSettings) and (made.dtype, made.storage) == ("float64", "cells")
 
 
 def test_storage_option_checkpoints_and_resume(tmp_path, capsys, monkeypatch) -> None:

@@ -21,15 +21,15 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from tensorcfr.errors import TensorCFRError
 from tensorcfr.games.numeral211.solving import solver as n211
 from tensorcfr.games.numeral211.game.config import GameConfig
-from tensorcfr.games.numeral211.runs.run_common import (ROUND_NAMES, ProgressCallback, RunProgress,
-                                                        RunResult, check_dtype, check_output_files,
-                                                        check_positive_minutes, check_storage,
-                                                        sampling_dict, sampling_of)
+from tensorcfr.games.numeral211.runs.run_common import (ROUND_NAMES, ProgressCallback,
+                                                        RunProgress, RunResult,
+                                                        RunSettings, sampling_dict,
+                                                        sampling_of)
 
 __all__ = ["AbstractSolveSettings", "AbstractSolveResult", "solve_abstract"]
 
@@ -43,7 +43,7 @@ _FLOOR_UNITS = ("floor = (b1(sigma_0) + b0(sigma_1)) / 2 in chips per game, b_i 
 
 
 @dataclass(frozen=True)
-class AbstractSolveSettings:
+class AbstractSolveSettings(RunSettings):
     """Everything an abstract solve run needs (``numeral211 solve --abstraction`` /
     ``--embedding`` and their options).
 
@@ -63,39 +63,18 @@ class AbstractSolveSettings:
     own strategy, the paper's Eq. 9) or ``"infoset"`` (against the information set's mixed
     strategy, the rule before issue 28); one rule for a bucket map.  ``algo``: cfr or cfr+.
     ``cfr_br``: the abstraction's floor by CFR-BR instead of
-    CFR on the abstraction.  ``iterations``, ``eval_every``, ``save``, ``resume``, ``out``,
-    ``plot``, ``curve``, ``checkpoint_minutes``, ``dtype``, ``device``, ``max_memory``,
-    ``threads``, ``sample_boards``, ``seed`` and ``storage``: as in
-    :class:`~.run_solve.SolveSettings`."""
+    CFR on the abstraction.  The other fields: the shared :class:`~.run_common.RunSettings`."""
 
     abstraction: Optional[str] = None
     embedding: Optional[str] = None
-    game: Optional[GameConfig] = None
     phi_top: Optional[int] = None
     soft_temperature: Optional[float] = None
     averaging: str = "reach"
     regret_baseline: str = "advisor"
-    algo: str = "cfr+"
     cfr_br: bool = False
-    iterations: int = 100
-    eval_every: int = 0
-    save: Optional[str] = None
-    resume: Optional[str] = None
-    out: Optional[str] = None
-    plot: Optional[str] = None
-    curve: Optional[str] = None
-    checkpoint_minutes: float = 10.0
-    dtype: str = "float32"
-    device: str = "cpu"
-    max_memory: Optional[str] = None
-    threads: Optional[int] = None
-    sample_boards: Optional[int] = None
-    seed: int = 0
-    storage: str = "classes"
 
     def __post_init__(self) -> None:
-        sampling_of(self.sample_boards, self.seed)
-        check_positive_minutes(self.checkpoint_minutes)
+        super().__post_init__()
         if (self.abstraction is None) == (self.embedding is None):
             raise TensorCFRError("give either --abstraction or --embedding, not both")
         name = self.algo.strip().lower()
@@ -110,10 +89,6 @@ class AbstractSolveSettings:
             raise TensorCFRError(f"--regret-baseline {self.regret_baseline!r}: choose one of "
                                  f"{', '.join(REGRET_BASELINES)}")
         object.__setattr__(self, "regret_baseline", baseline)
-        if self.iterations < 1 or self.eval_every < 0:
-            raise TensorCFRError("--iterations must be >= 1 and --eval-every >= 0")
-        object.__setattr__(self, "dtype", check_dtype(self.dtype))
-        object.__setattr__(self, "storage", check_storage(self.storage))
         if self.phi_top is not None and self.phi_top < 1:
             raise TensorCFRError(f"--phi-top must be >= 1, got {self.phi_top}")
         if self.soft_temperature is not None:
@@ -245,6 +220,43 @@ def _storage_of(solver: Any) -> str:
     return "classes" if isinstance(solver, ClassStorageAbstractCFR) else "cells"
 
 
+def _resume(path: str, solver: Any, runner: Any, config: GameConfig, fingerprint: str,
+            mode: dict[str, Any], storage: str) -> list[dict[str, Any]]:
+    """Load the checkpoint ``path`` into ``solver`` (and the CFR-BR ``runner``), refusing one
+    of another game, abstraction, sampling ``mode`` or ``storage``; its curve so far."""
+    from tensorcfr.games.numeral211.solving.abstract_checkpoint import load_abstract_checkpoint
+
+    meta = load_abstract_checkpoint(path, solver, config, fingerprint=fingerprint,
+                                    cfr_br=runner)
+    made = meta.get("sampling") or {"mode": "exact full sweeps"}
+    if made != mode:
+        raise TensorCFRError(f"checkpoint {path!r} was made with {made}; resume with "
+                             "the same --sample-boards and --seed (or none)")
+    made_storage = meta.get("storage")
+    if made_storage is not None and made_storage != storage:
+        raise TensorCFRError(f"checkpoint {path!r} was made with --storage "
+                             f"{made_storage}; resume with --storage {made_storage} (the "
+                             "other layout rounds differently, so the run would not "
+                             "continue bitwise)")
+    return list(meta.get("curve") or [])
+
+
+def _reporter(progress: Optional[ProgressCallback], label: str, measure: str, target: int,
+              every: int, config: GameConfig, started: float, resumed_from: Optional[int]
+              ) -> Callable[[int, Optional[float]], None]:
+    """The ``on_progress(iteration, latest value)`` of the loop: one ``"iteration"``
+    :class:`RunProgress` event to ``progress`` (nothing without one)."""
+    def on_progress(t: int, ex: Optional[float]) -> None:
+        if progress is not None:
+            progress(RunProgress(
+                "iteration", label, t, target, time.perf_counter() - started,
+                exploitability=ex,
+                exploitability_mbg=None if ex is None else n211.to_mbg(ex, config),
+                evaluated=t % every == 0 or t == target, measure=measure,
+                resumed_from=resumed_from))
+    return on_progress
+
+
 def solve_abstract(settings: AbstractSolveSettings,
                    progress: Optional[ProgressCallback] = None) -> AbstractSolveResult:
     """Run the abstract solve ``settings`` describe; ``progress`` gets a ``"start"`` event
@@ -254,15 +266,13 @@ def solve_abstract(settings: AbstractSolveSettings,
     import torch
 
     from tensorcfr.games.numeral211.solving.abstract_checkpoint import (embedding_fingerprint,
-                                                                        load_abstract_checkpoint,
                                                                         save_abstract_checkpoint)
     from tensorcfr.games.numeral211.solving.abstract_solve import abstract_solver, run_abstract
     from tensorcfr.utils.device import resolve_device
-    from tensorcfr.utils.interrupts import deferred_stop, interrupted
     from tensorcfr.utils.resources import set_threads
 
     s = settings
-    check_output_files(save=s.save, out=s.out, plot=s.plot, curve=s.curve)
+    s.check_outputs()
     device = resolve_device(s.device, "--device")
     threads = set_threads(s.threads)
     dtype = getattr(torch, s.dtype)
@@ -285,36 +295,19 @@ def solve_abstract(settings: AbstractSolveSettings,
         from tensorcfr.abstraction.cfr_br import CFRBR
 
         runner = CFRBR(solver)
+    mode = sampling_dict(sampling)
     curve: list[dict[str, Any]] = []
     resumed_from: Optional[int] = None
-    mode = sampling_dict(sampling)
     if s.resume is not None:
-        meta = load_abstract_checkpoint(s.resume, solver, config, fingerprint=fingerprint,
-                                        cfr_br=runner)
-        made = meta.get("sampling") or {"mode": "exact full sweeps"}
-        if made != mode:
-            raise TensorCFRError(f"checkpoint {s.resume!r} was made with {made}; resume with "
-                                 "the same --sample-boards and --seed (or none)")
-        made_storage = meta.get("storage")
-        if made_storage is not None and made_storage != storage:
-            raise TensorCFRError(f"checkpoint {s.resume!r} was made with --storage "
-                                 f"{made_storage}; resume with --storage {made_storage} (the "
-                                 "other layout rounds differently, so the run would not "
-                                 "continue bitwise)")
-        curve = list(meta.get("curve") or [])
+        curve = _resume(s.resume, solver, runner, config, fingerprint, mode, storage)
         resumed_from = solver.iteration
     file_meta = {"method": method, "source": source,
                  "phi_top": phi_top, "sampling": mode,
                  "storage": storage}
-    last_save = [time.perf_counter()]
 
-    def checkpoint(points: list[dict[str, Any]], force: bool = False) -> None:
-        if s.save is None:
-            return
-        if force or time.perf_counter() - last_save[0] >= s.checkpoint_minutes * 60:
-            save_abstract_checkpoint(s.save, solver, config, fingerprint=fingerprint,
-                                     cfr_br=runner, curve=points, **file_meta)
-            last_save[0] = time.perf_counter()
+    def checkpoint(points: list[dict[str, Any]]) -> None:
+        save_abstract_checkpoint(s.save, solver, config, fingerprint=fingerprint,
+                                 cfr_br=runner, curve=points, **file_meta)
 
     label = f"{method} {'CFR-BR ' if s.cfr_br else ''}{s.algo}"
     measure = "average floor" if s.cfr_br else "exploitability"
@@ -325,40 +318,21 @@ def solve_abstract(settings: AbstractSolveSettings,
         progress(RunProgress("start", label, start_iteration, s.iterations, 0.0,
                              measure=measure, resumed_from=resumed_from))
 
-    def on_progress(t: int, ex: Optional[float]) -> None:
-        if progress is not None:
-            progress(RunProgress(
-                "iteration", label, t, s.iterations, time.perf_counter() - started,
-                exploitability=ex,
-                exploitability_mbg=None if ex is None else n211.to_mbg(ex, config),
-                evaluated=t % every == 0 or t == s.iterations, measure=measure,
-                resumed_from=resumed_from))
-
+    on_progress = _reporter(progress, label, measure, s.iterations, every, config, started,
+                            resumed_from)
+    loop = {"eval_every": every, "on_progress": on_progress, "curve": curve,
+            "checkpoint": checkpoint if s.save is not None else None,
+            "checkpoint_seconds": s.checkpoint_minutes * 60,
+            "interrupt_message": n211.interrupt_message(s.save)}
     floor: Optional[dict[str, Any]] = None
-    with deferred_stop() as stop:
-        def after_iteration(points: list[dict[str, Any]]) -> None:
-            if stop.requested:  # between two iterations: the state is whole
-                if s.save is None:
-                    raise interrupted(stop, f"at iteration {solver.iteration:,}; nothing was "
-                                      "saved (give --save FILE to keep the work of a run)")
-                checkpoint(points, force=True)
-                raise interrupted(stop, f"checkpoint {s.save} written at iteration "
-                                  f"{solver.iteration:,}; continue with --resume {s.save}")
-            checkpoint(points)
+    if s.cfr_br:
+        from tensorcfr.games.numeral211.solving.floor import cfr_br_floor
 
-        if s.cfr_br:
-            from tensorcfr.games.numeral211.solving.floor import cfr_br_floor
-
-            floor = cfr_br_floor(game, None, s.iterations, eval_every=every, cfr_br=runner,
-                                 curve=curve, on_progress=on_progress,
-                                 on_iteration=after_iteration)
-            curve = floor["curve"]
-        else:
-            curve = run_abstract(game, solver, s.iterations, eval_every=every,
-                                 on_progress=on_progress, curve=curve,
-                                 on_iteration=after_iteration)
+        floor = cfr_br_floor(game, None, s.iterations, cfr_br=runner, **loop)
+        curve = floor["curve"]
+    else:
+        curve = run_abstract(game, solver, s.iterations, **loop)
     seconds = time.perf_counter() - started
-    checkpoint(curve, force=True)
     common = {"game": config.describe(), "algo": s.algo, "method": method, "source": source,
               "advisors": dict(zip(ROUND_NAMES, advisors)),
               "phi_top": phi_top,

@@ -1,5 +1,6 @@
 """What the Numeral211 solve runs (:mod:`.run_solve`, :mod:`.run_abstract_solve`) share: the
-progress event they report, the checks of their common settings, and their sampling mode.
+settings base (:class:`RunSettings`: the options both take, checked once), the progress event
+they report, and their sampling mode.
 
 A run reports :class:`RunProgress` events to an optional callback: one ``"start"`` event
 before the first iteration (with the iteration a resumed run starts from), then one
@@ -16,8 +17,9 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from tensorcfr.errors import TensorCFRError
+from tensorcfr.games.numeral211.game.config import GameConfig
 
-__all__ = ["ROUND_NAMES", "RunProgress", "ProgressCallback", "DTYPES", "STORAGE_CHOICES",
+__all__ = ["ROUND_NAMES", "RunSettings", "RunProgress", "ProgressCallback", "DTYPES", "STORAGE_CHOICES",
            "check_dtype", "check_storage", "check_positive_minutes", "check_output_files",
            "sampling_of", "sampling_dict"]
 
@@ -29,6 +31,61 @@ DTYPES = ("float32", "float64")
 
 STORAGE_CHOICES = ("classes", "cells")
 """Solver layouts: one entry per suit-isomorphic class (default) or per (board, hand) cell."""
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """The settings every Numeral211 solve run takes (the options ``numeral211 solve`` has
+    with and without ``--abstraction`` / ``--embedding``), checked when built; the full-game
+    :class:`~.run_solve.SolveSettings` and the abstract
+    :class:`~.run_abstract_solve.AbstractSolveSettings` add their own.
+
+    ``game``: the variant (None: the default game, the file's or the checkpoint's, as the run
+    says).  ``algo``: the CFR variant (each run says which it takes).  ``iterations``: the
+    total to reach, counted from the start (a resumed run continues up to it);
+    ``eval_every``: exact exploitability every K iterations (0: only at the end).  ``save``:
+    checkpoint file, written every ``checkpoint_minutes`` and at the end; ``resume``: the
+    checkpoint to continue (bitwise).  ``out``: strategy file; ``plot``: PNG of the curve;
+    ``curve``: JSON of the curve.  ``dtype``: ``"float32"`` or ``"float64"``; ``device``: a
+    torch device name; ``max_memory``: a limit such as ``"16G"`` (None: what is free now);
+    ``threads``: torch threads (None: the project default, 1).  ``sample_boards`` /
+    ``seed``: public chance sampling (None: exact full sweeps).  ``storage``: ``"classes"``
+    (one entry per suit-isomorphic class, the default) or ``"cells"`` (per (board, hand);
+    sampled runs always use cells).  Value checks run here; file and device checks when the
+    run starts."""
+
+    game: Optional[GameConfig] = None
+    algo: str = "cfr+"
+    iterations: int = 100
+    eval_every: int = 0
+    save: Optional[str] = None
+    resume: Optional[str] = None
+    out: Optional[str] = None
+    plot: Optional[str] = None
+    curve: Optional[str] = None
+    checkpoint_minutes: float = 10.0
+    dtype: str = "float32"
+    device: str = "cpu"
+    max_memory: Optional[str] = None
+    threads: Optional[int] = None
+    sample_boards: Optional[int] = None
+    seed: int = 0
+    storage: str = "classes"
+
+    def __post_init__(self) -> None:
+        sampling_of(self.sample_boards, self.seed)
+        if self.iterations < 1:
+            raise TensorCFRError(f"--iterations must be at least 1, got {self.iterations}")
+        if self.eval_every < 0:
+            raise TensorCFRError(f"--eval-every must be >= 0, got {self.eval_every}")
+        check_positive_minutes(self.checkpoint_minutes)
+        object.__setattr__(self, "dtype", check_dtype(self.dtype))
+        object.__setattr__(self, "storage", check_storage(self.storage))
+
+    def check_outputs(self) -> None:
+        """Check, before any long work, that every output file can be written and that no
+        two are the same file (:func:`check_output_files`)."""
+        check_output_files(save=self.save, out=self.out, plot=self.plot, curve=self.curve)
 
 
 @dataclass(frozen=True)

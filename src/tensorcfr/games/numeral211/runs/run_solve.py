@@ -31,9 +31,8 @@ from tensorcfr.errors import TensorCFRError
 from tensorcfr.games.numeral211.solving import solver as n211
 from tensorcfr.games.numeral211.game.config import GameConfig, GameConfigError
 from tensorcfr.games.numeral211.runs.run_common import (ProgressCallback, RunProgress, RunResult,
-                                                        check_dtype, check_output_files,
-                                                        check_positive_minutes, check_storage,
-                                                        sampling_dict, sampling_of)
+                                                        RunSettings, sampling_dict,
+                                                        sampling_of)
 
 __all__ = ["SolveSettings", "SolveResult", "solve", "SOLVE_UNITS"]
 
@@ -42,53 +41,16 @@ SOLVE_UNITS = ("exploitability = (b0 + b1) / 2 in chips per game; mb/g = thousan
 
 
 @dataclass(frozen=True)
-class SolveSettings:
-    """Everything a full-game solve run needs (the options of ``numeral211 solve``).
+class SolveSettings(RunSettings):
+    """Everything a full-game solve run needs (the options of ``numeral211 solve``): the
+    shared :class:`~.run_common.RunSettings` (``algo``: cfr, cfr+, lcfr or dcfr, alternating
+    updates; ``game`` None: the paper's game, or the checkpoint's when resuming, and a named
+    variant must equal the checkpoint's) and ``alpha`` / ``beta`` / ``gamma`` for dcfr (None:
+    its defaults)."""
 
-    ``game``: the variant (None: the paper's game, or the checkpoint's when resuming; a named
-    variant must equal the checkpoint's).  ``algo``: cfr, cfr+, lcfr or dcfr (alternating
-    updates; ``alpha``/``beta``/``gamma`` for dcfr, None = its defaults).  ``iterations``:
-    the total to reach (a resumed run continues up to it); ``eval_every``: exact
-    exploitability every K iterations (0: only at the end).  ``save``: checkpoint file,
-    written every ``checkpoint_minutes`` and at the end; ``resume``: the checkpoint to
-    continue (bitwise).  ``out``: strategy file; ``plot``: PNG of the curve; ``curve``: JSON
-    of the curve.  ``dtype``: ``"float32"`` or ``"float64"``; ``device``: a torch device
-    name; ``max_memory``: a limit such as ``"16G"`` (None: what is free now); ``threads``:
-    torch threads (None: the project default, 1).  ``sample_boards``/``seed``: public chance
-    sampling (None: exact full sweeps).  ``storage``: ``"classes"`` (one entry per
-    suit-isomorphic class, the default) or ``"cells"`` (per (board, hand); sampled runs
-    always use cells).  Value checks run here; file and device checks when the run starts."""
-
-    game: Optional[GameConfig] = None
-    algo: str = "cfr+"
-    iterations: int = 100
-    eval_every: int = 0
-    save: Optional[str] = None
-    resume: Optional[str] = None
-    out: Optional[str] = None
-    plot: Optional[str] = None
-    curve: Optional[str] = None
-    checkpoint_minutes: float = 10.0
     alpha: Optional[float] = None
     beta: Optional[float] = None
     gamma: Optional[float] = None
-    dtype: str = "float32"
-    device: str = "cpu"
-    max_memory: Optional[str] = None
-    threads: Optional[int] = None
-    sample_boards: Optional[int] = None
-    seed: int = 0
-    storage: str = "classes"
-
-    def __post_init__(self) -> None:
-        sampling_of(self.sample_boards, self.seed)
-        if self.iterations < 1:
-            raise TensorCFRError(f"--iterations must be at least 1, got {self.iterations}")
-        if self.eval_every < 0:
-            raise TensorCFRError(f"--eval-every must be >= 0, got {self.eval_every}")
-        check_positive_minutes(self.checkpoint_minutes)
-        object.__setattr__(self, "dtype", check_dtype(self.dtype))
-        object.__setattr__(self, "storage", check_storage(self.storage))
 
 
 class SolveResult(RunResult):
@@ -134,7 +96,7 @@ def solve(settings: SolveSettings, progress: Optional[ProgressCallback] = None
     from tensorcfr.utils.resources import parse_memory, peak_rss_mb, set_threads
 
     s = settings
-    check_output_files(save=s.save, out=s.out, plot=s.plot, curve=s.curve)
+    s.check_outputs()
     n_threads = set_threads(s.threads)
     device = resolve_device(s.device, "--device")
     import torch

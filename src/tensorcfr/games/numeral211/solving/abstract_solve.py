@@ -16,7 +16,7 @@ Exploitability is ``(b0 + b1) / 2`` in chips per game, also in mb/g (thousandths
 
 from __future__ import annotations
 
-import time
+import math
 from typing import Callable, Sequence
 
 import numpy as np
@@ -26,6 +26,7 @@ from torch import Tensor
 from tensorcfr.abstraction.abstract_cfr import AbstractCFR, Embedding
 from tensorcfr.abstraction.bucket_map import BucketMap
 from tensorcfr.core.public_tree import BoardSampling
+from tensorcfr.core.solver_loop import LoopState, every, run
 from tensorcfr.errors import TensorCFRError
 from tensorcfr.games.numeral211.abstraction.abstractions import (board_multiplicity,
                                                                  check_bucket_map, class_sizes)
@@ -120,34 +121,36 @@ def run_abstract(game: Numeral211PublicGame, solver: AbstractCFR, iterations: in
                  eval_every: int = 0,
                  on_progress: Callable[[int, float | None], None] | None = None,
                  curve: list[dict[str, float]] | None = None,
-                 on_iteration: Callable[[list[dict[str, float]]], None] | None = None
+                 checkpoint: Callable[[list[dict[str, float]]], None] | None = None,
+                 checkpoint_seconds: float = math.inf,
+                 interrupt_message: Callable[[int, bool], str] | None = None
                  ) -> list[dict[str, float]]:
-    """Iterate ``solver`` to ``iterations``; every ``eval_every`` iterations (and at the end)
-    the exact full-game exploitability of its average strategy.  Returns the curve: dicts
-    ``{"iteration", "exploitability" (chips/game), "mbg", "seconds"}`` (``seconds``: solving
-    time so far, evaluation excluded).  ``on_progress(iteration, last exploitability)``;
-    ``curve``: the curve so far of a resumed solver (continued, seconds included);
-    ``on_iteration(curve so far)`` after every iteration (checkpoints)."""
+    """Iterate ``solver`` to ``iterations`` (by :func:`tensorcfr.core.solver_loop.run`); every
+    ``eval_every`` iterations (and at the end) the exact full-game exploitability of its
+    average strategy.  Returns the curve: dicts ``{"iteration", "exploitability"
+    (chips/game), "mbg", "seconds"}`` (``seconds``: solving time so far, evaluation
+    excluded).  ``on_progress(iteration, last exploitability)``; ``curve``: the curve so far
+    of a resumed solver (continued, seconds included); ``checkpoint(curve so far)`` every
+    ``checkpoint_seconds`` and at the end; ``interrupt_message``: stop cleanly on
+    SIGINT/SIGTERM (see :func:`~tensorcfr.core.solver_loop.run`)."""
     curve = list(curve or [])
-    solving = curve[-1]["seconds"] if curve else 0.0
-    last: float | None = curve[-1]["exploitability"] if curve else None
-    while solver.iteration < iterations:
-        start = time.perf_counter()
-        solver.iterate(1)
-        solving += time.perf_counter() - start
-        t = solver.iteration
-        if (eval_every and t % eval_every == 0) or t == iterations:
-            if isinstance(solver, ClassStorageAbstractCFR):
-                ex = solver.exploitability()
-            else:
-                ex = exploitability(game, solver.average_policy()).exploitability
-            last = ex
-            curve.append({"iteration": t, "exploitability": ex,
-                          "mbg": to_mbg(ex, game.config), "seconds": solving})
-        if on_iteration is not None:
-            on_iteration(curve)
-        if on_progress is not None:
-            on_progress(t, last)
+
+    def evaluate(state: LoopState) -> float:
+        if isinstance(solver, ClassStorageAbstractCFR):
+            ex = solver.exploitability()
+        else:
+            ex = exploitability(game, solver.average_policy()).exploitability
+        curve.append({"iteration": state.iteration, "exploitability": ex,
+                      "mbg": to_mbg(ex, game.config), "seconds": state.solving_seconds})
+        return ex
+
+    run(solver, iterations, evaluate=evaluate, eval_at=every(eval_every, iterations),
+        checkpoint=None if checkpoint is None else (lambda state: checkpoint(curve)),
+        checkpoint_seconds=checkpoint_seconds, interrupt_message=interrupt_message,
+        on_progress=None if on_progress is None else (
+            lambda state: on_progress(state.iteration, state.value)),
+        solving_seconds=curve[-1]["seconds"] if curve else 0.0,
+        value=curve[-1]["exploitability"] if curve else None)
     return curve
 
 

@@ -7,10 +7,11 @@ and mb/g (thousandths of the ante), with the curve of the average and current st
 
 from __future__ import annotations
 
-import time
+import math
 from typing import Any, Callable, Sequence
 
 from tensorcfr.abstraction.abstract_cfr import AbstractCFR, Embedding
+from tensorcfr.core.solver_loop import LoopState, every, run
 from tensorcfr.errors import TensorCFRError
 from tensorcfr.games.numeral211.solving.abstract_solve import abstract_solver
 from tensorcfr.games.numeral211.game.public_game import Numeral211PublicGame
@@ -24,7 +25,9 @@ def cfr_br_floor(game: Numeral211PublicGame, embeddings: Sequence[Embedding] | N
                  solver: AbstractCFR | None = None, cfr_br: Any = None,
                  curve: list[dict[str, float]] | None = None,
                  on_progress: Callable[[int, float | None], None] | None = None,
-                 on_iteration: Callable[[list[dict[str, float]]], None] | None = None
+                 checkpoint: Callable[[list[dict[str, float]]], None] | None = None,
+                 checkpoint_seconds: float = math.inf,
+                 interrupt_message: Callable[[int, bool], str] | None = None
                  ) -> dict[str, Any]:
     """The CFR-BR floor of an abstraction (bucket map or embedding) of ``game``: both seats'
     CFR-BR run ``iterations`` iterations in total (a given ``cfr_br``/``solver`` may already
@@ -32,8 +35,9 @@ def cfr_br_floor(game: Numeral211PublicGame, embeddings: Sequence[Embedding] | N
     ``eval_every`` iterations (and at the end) a curve point: ``iteration``, ``average``
     (``(b1(avg sigma_0) + b0(avg sigma_1)) / 2``, chips per game), ``current`` (the same for
     the current strategies of that iteration), their ``*_mbg`` and ``seconds`` of CFR-BR
-    (evaluation excluded).  ``on_iteration(curve so far)`` after every iteration
-    (checkpoints).
+    (evaluation excluded).  ``checkpoint(curve so far)`` every ``checkpoint_seconds`` and at
+    the end; ``interrupt_message``: stop cleanly on SIGINT/SIGTERM (both as in
+    :func:`tensorcfr.core.solver_loop.run`, which iterates).
 
     Returns a JSON-ready dict: ``floor`` / ``floor_mbg`` (the counted per-seat minimum of
     average and best current strategy, see :meth:`CFRBR.floor`), ``average`` /
@@ -51,26 +55,28 @@ def cfr_br_floor(game: Numeral211PublicGame, embeddings: Sequence[Embedding] | N
         cfr_br = CFRBR(solver)
     mbg = (lambda x: to_mbg(x, game.config))
     curve = list(curve or [])
-    solving = curve[-1]["seconds"] if curve else 0.0
-    last: float | None = curve[-1]["average"] if curve else None
-    avg_values: list[float] | None = None
-    while cfr_br.iteration < iterations:
-        start = time.perf_counter()
-        cfr_br.iterate(1)
-        solving += time.perf_counter() - start
-        t = cfr_br.iteration
-        avg_values = None
-        if (eval_every and t % eval_every == 0) or t == iterations:
-            avg_values = cfr_br.average_values()
-            avg = sum(avg_values) / 2
-            cur = sum(cfr_br.current_values) / 2
-            last = avg
-            curve.append({"iteration": t, "average": avg, "average_mbg": mbg(avg),
-                          "current": cur, "current_mbg": mbg(cur), "seconds": solving})
-        if on_iteration is not None:
-            on_iteration(curve)
-        if on_progress is not None:
-            on_progress(t, last)
+    last_values: list[list[float]] = []
+
+    def evaluate(state: LoopState) -> float:
+        values = cfr_br.average_values()
+        last_values[:] = [values]
+        avg = sum(values) / 2
+        cur = sum(cfr_br.current_values) / 2
+        curve.append({"iteration": state.iteration, "average": avg, "average_mbg": mbg(avg),
+                      "current": cur, "current_mbg": mbg(cur),
+                      "seconds": state.solving_seconds})
+        return avg
+
+    state = run(cfr_br, iterations, evaluate=evaluate, eval_at=every(eval_every, iterations),
+                checkpoint=None if checkpoint is None else (lambda s: checkpoint(curve)),
+                checkpoint_seconds=checkpoint_seconds, interrupt_message=interrupt_message,
+                on_progress=None if on_progress is None else (
+                    lambda s: on_progress(s.iteration, s.value)),
+                solving_seconds=curve[-1]["seconds"] if curve else 0.0,
+                value=curve[-1]["average"] if curve else None)
+    solving = state.solving_seconds
+    # the final averages' values when the last iteration was evaluated (else recomputed)
+    avg_values = last_values[0] if state.evaluated else None
     result = cfr_br.floor(avg_values)
     average = (result.seats[0].average + result.seats[1].average) / 2
     return {"floor": result.floor, "floor_mbg": mbg(result.floor),

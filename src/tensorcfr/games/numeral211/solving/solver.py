@@ -75,13 +75,12 @@ from torch import Tensor
 from tensorcfr.core.public_tree import (PublicExploitability, PublicTreeCFR,
                                         estimate_solver_bytes, normalize_dense,
                                         public_exploitability)
+from tensorcfr.core.solver_loop import LoopState, every, run
 from tensorcfr.errors import CorruptFileError, TensorCFRError
 from tensorcfr.games.numeral211.game.class_game import Numeral211ClassGame
 from tensorcfr.games.numeral211.game.config import GameConfig, GameConfigError
-from tensorcfr.games.numeral211.game.public_game import (Numeral211PublicGame,
-                                                        prefix_histories)
+from tensorcfr.games.numeral211.game.public_game import Numeral211PublicGame, prefix_histories
 from tensorcfr.utils.checks import check_finite, check_finite_result
-from tensorcfr.utils.interrupts import StopRequest, deferred_stop, interrupted
 
 __all__ = [
     "Policy", "AbstractPolicy", "BucketMapError", "build_game", "prefix_histories",
@@ -614,15 +613,18 @@ class SolveProgress:
     curve: list[dict[str, float]] = field(default_factory=list)
 
 
-def _stopped(stop: StopRequest, solver: PublicTreeCFR, game: Numeral211PublicGame,
-             checkpoint: str | Path | None, curve: list[dict[str, float]]) -> Exception:
-    """Write the checkpoint of a stopped run (when there is one); the error to raise."""
-    if checkpoint is None:
-        return interrupted(stop, f"at iteration {solver.iteration:,}; nothing was saved "
-                           "(give --save FILE to keep the work of a run)")
-    save_checkpoint(checkpoint, solver, game.config, curve=curve)
-    return interrupted(stop, f"checkpoint {checkpoint} written at iteration "
-                       f"{solver.iteration:,}; continue with --resume {checkpoint}")
+def interrupt_message(save: str | Path | None) -> Callable[[int, bool], str]:
+    """What a stopped Numeral211 solve says after "stopped by SIGINT; " (the
+    ``interrupt_message`` of :func:`tensorcfr.core.solver_loop.run`): where the checkpoint
+    ``save`` was written and how to continue, or that nothing was saved.  Shared by the
+    full-game and the abstract solves."""
+    def message(iteration: int, written: bool) -> str:
+        if not written:
+            return (f"at iteration {iteration:,}; nothing was saved (give --save FILE to keep "
+                    "the work of a run)")
+        return (f"checkpoint {save} written at iteration {iteration:,}; continue with "
+                f"--resume {save}")
+    return message
 
 
 def run_solver(game: Numeral211PublicGame, solver: PublicTreeCFR, iterations: int, *,
@@ -630,19 +632,21 @@ def run_solver(game: Numeral211PublicGame, solver: PublicTreeCFR, iterations: in
                checkpoint_every_seconds: float = 600.0,
                on_progress: Callable[[SolveProgress], None] | None = None,
                curve: list[dict[str, float]] | None = None) -> SolveProgress:
-    """Iterate ``solver`` up to ``iterations`` in total (it may already be past some).
+    """Iterate ``solver`` up to ``iterations`` in total (it may already be past some), by
+    :func:`tensorcfr.core.solver_loop.run`.
 
     Every ``eval_every`` iterations (and at the end when ``eval_every`` > 0) the exact
     exploitability of the average policy is computed and appended to the curve
-    (``{"iteration", "exploitability", "mbg", "seconds"}``).  With ``checkpoint`` the state is
-    saved every ``checkpoint_every_seconds`` and at the end (with the curve)."""
+    (``{"iteration", "exploitability", "mbg", "seconds"}``, seconds of wall time since the
+    call).  With ``checkpoint`` the state is saved every ``checkpoint_every_seconds`` and at
+    the end (with the curve).  SIGINT/SIGTERM stop the run after the iteration under way,
+    checkpoint written, with :class:`~tensorcfr.errors.InterruptedRun`."""
     curve = list(curve or [])
     progress = SolveProgress(solver.iteration, iterations, 0.0,
                              curve[-1]["exploitability"] if curve else None, curve)
     started = time.perf_counter()
-    last_save = started
 
-    def evaluate() -> None:
+    def evaluate(state: Any = None) -> float:
         if isinstance(solver, ClassStorageCFR):
             ex = class_exploitability(solver.game, solver.average_class_policy())
         else:
@@ -652,30 +656,26 @@ def run_solver(game: Numeral211PublicGame, solver: PublicTreeCFR, iterations: in
                  "seconds": time.perf_counter() - started}
         if not curve or curve[-1]["iteration"] != solver.iteration:
             curve.append(point)
-        progress.exploitability = ex.exploitability
+        return ex.exploitability
 
-    with deferred_stop() as stop:
-        while solver.iteration < iterations:
-            solver.iterate(1)
-            progress.iteration = solver.iteration
-            if stop.requested:
-                raise _stopped(stop, solver, game, checkpoint, curve)
-            if eval_every and (solver.iteration % eval_every == 0
-                               or solver.iteration == iterations):
-                evaluate()
-            progress.seconds = time.perf_counter() - started
-            if checkpoint is not None and (time.perf_counter() - last_save
-                                           >= checkpoint_every_seconds):
-                save_checkpoint(checkpoint, solver, game.config, curve=curve)
-                last_save = time.perf_counter()
-            if on_progress is not None:
-                on_progress(progress)
-            if stop.requested:
-                raise _stopped(stop, solver, game, checkpoint, curve)
-    if eval_every and (not curve or curve[-1]["iteration"] != solver.iteration):
-        evaluate()
-    if checkpoint is not None:
-        save_checkpoint(checkpoint, solver, game.config, curve=curve)
+    def save(state: Any) -> None:
+        save_checkpoint(checkpoint, solver, game.config, curve=curve)  # type: ignore[arg-type]
+
+    def report(state: LoopState) -> None:
+        progress.iteration, progress.exploitability = state.iteration, state.value
+        progress.seconds = state.wall_seconds
+        if on_progress is not None:
+            on_progress(progress)
+
+    if eval_every and solver.iteration >= iterations and (
+            not curve or curve[-1]["iteration"] != solver.iteration):
+        progress.exploitability = evaluate()  # nothing to iterate: the final point
+    run(solver, iterations, evaluate=evaluate if eval_every else None,
+        eval_at=every(eval_every, iterations), on_progress=report,
+        checkpoint=save if checkpoint is not None else None,
+        checkpoint_seconds=checkpoint_every_seconds,
+        interrupt_message=interrupt_message(checkpoint), value=progress.exploitability)
+    progress.iteration = solver.iteration
     progress.seconds = time.perf_counter() - started
     progress.curve = curve
     return progress
