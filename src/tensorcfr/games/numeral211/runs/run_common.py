@@ -19,9 +19,9 @@ from typing import Any, Callable, Optional
 from tensorcfr.errors import TensorCFRError
 from tensorcfr.games.numeral211.game.config import GameConfig
 
-__all__ = ["ROUND_NAMES", "RunSettings", "RunProgress", "ProgressCallback", "DTYPES", "STORAGE_CHOICES",
-           "check_dtype", "check_storage", "check_positive_minutes", "check_output_files",
-           "sampling_of", "sampling_dict"]
+__all__ = ["ROUND_NAMES", "RunSettings", "RunProgress", "ProgressCallback", "DTYPES",
+           "STORAGE_CHOICES", "check_dtype", "check_storage", "check_positive_minutes",
+           "check_output_files", "sampling_of", "sampling_dict"]
 
 ROUND_NAMES = ("preflop", "flop", "turn")
 """Names of Numeral211's betting rounds, in order (keys of per-round JSON entries)."""

@@ -86,8 +86,9 @@ __all__ = [
     "Policy", "AbstractPolicy", "BucketMapError", "build_game", "prefix_histories",
     "expand_abstract_policy", "class_policy", "uniform_policy", "random_symmetric_policy",
     "exploitability", "to_mbg", "make_solver", "save_policy", "load_policy",
-    "save_checkpoint", "load_checkpoint", "SolveProgress", "run_solver",
-    "POLICY_FORMAT", "CHECKPOINT_FORMAT", "policy_to_classes", "estimate_bytes", "symmetrize_policy",
+    "save_checkpoint", "load_checkpoint", "SolveProgress", "run_solver", "interrupt_message",
+    "POLICY_FORMAT", "CHECKPOINT_FORMAT", "policy_to_classes", "estimate_bytes",
+    "symmetrize_policy",
     "read_checkpoint_meta", "class_game", "ClassStorageCFR", "STORAGES", "cell_regrets",
     "solver_storage",
 ]
