@@ -444,9 +444,9 @@ def _read_npz(path: str | Path, what: str, fmt: str) -> tuple[dict[str, Any], An
         raise CorruptFileError(f"{what} {str(path)!r} is not readable ({type(exc).__name__}: "
                                f"{str(exc).splitlines()[0] if str(exc) else 'corrupt'})"
                                ) from None
-    if not isinstance(meta, dict) or meta.get("format") != fmt:
-        raise CorruptFileError(f"{what} {str(path)!r} is not a {fmt} file")
-    return meta, data
+    from tensorcfr.utils.manifest import check_format
+
+    return check_format(meta, fmt, f"{what} {str(path)!r}", f"a {fmt} file"), data
 
 
 def _array(data: Any, key: str, what: str, path: str | Path, *,
