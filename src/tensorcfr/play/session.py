@@ -73,7 +73,7 @@ from tensorcfr.games.pasur.engine.rules import (
     validate_deal,
 )
 from tensorcfr.games.pasur.vocab import Mode
-from tensorcfr.play import analysis
+from tensorcfr.play import analysis as play_analysis
 from tensorcfr.play.analysis import AgentAdvice, action_json
 from tensorcfr.play.caches import PlayerCache, SolutionCache
 from tensorcfr.play.opponents import (
@@ -92,7 +92,6 @@ __all__ = [
     "GameSession",
     "HiddenCardsError",
     "IllegalMoveError",
-    "Mode",
     "PlayInfo",
     "SEED_MAX",
     "check_seed",
@@ -482,16 +481,18 @@ class GameSession:
         return None if advice is None else advice.estimates_at(self.states, index)
 
     def hint_report(self, at: int | None = None) -> dict[str, Any]:
-        """What the Hint button shows for position ``at`` (:func:`analysis.hint_report`)."""
-        return analysis.hint_report(self, at)
+        """What the Hint button shows for position ``at``
+        (:func:`tensorcfr.play.analysis.hint_report`)."""
+        return play_analysis.hint_report(self, at)
 
     def hints(self, at: int | None = None) -> list[dict[str, Any]]:
-        """Every legal play at ``at`` with its exact value (:func:`analysis.exact_hints`)."""
-        return analysis.exact_hints(self, at)
+        """Every legal play at ``at`` with its exact value
+        (:func:`tensorcfr.play.analysis.exact_hints`)."""
+        return play_analysis.exact_hints(self, at)
 
     def analysis(self) -> dict[str, Any]:
-        """The end-of-game analysis (:func:`analysis.game_analysis`)."""
-        return analysis.game_analysis(self)
+        """The end-of-game analysis (:func:`tensorcfr.play.analysis.game_analysis`)."""
+        return play_analysis.game_analysis(self)
 
     def solution_ready(self) -> bool:
         """Whether the deal's exact solution is cached (open hands only: see :meth:`view`)."""
