@@ -98,9 +98,91 @@ def test_variant_resample_keeps_the_information_state() -> None:
                 state.apply_action(rng.choice(outcomes)[0])
                 continue
             player = state.current_player()
-            drawn = state.resample_from_infostate(player, rng.random)
-            assert drawn.information_state_string(player) == \
-                state.information_state_string(player)
-            assert drawn.legal_actions() == state.legal_actions()
+            for replay in (True, False):
+                drawn = state.resample_from_infostate(player, rng.random, replay=replay)
+                assert drawn.information_state_string(player) == \
+                    state.information_state_string(player)
+                assert drawn.legal_actions() == state.legal_actions()
+                assert len(drawn.history()) == (len(state.history()) if replay else 0)
             state.apply_action(rng.choice(state.legal_actions()))
         assert game.min_utility() <= state.returns()[0] <= game.max_utility()
+
+
+MICRO = og.PasurConfig(ranks="A5T", suits="cd", table_cards=0, hand_cards=2, rounds=1,
+                       sorted_deal=True)
+"""6 cards, 4 dealt, no face-up card: 1,548 histories (OpenSpiel's exploitability in seconds)."""
+
+
+def test_variant_play_from_a_built_resample_reaches_the_end() -> None:
+    game = og.load_game(og.PasurConfig(ranks="A5TJ", suits="cdh", table_cards=1, hand_cards=2,
+                                       rounds=2, clubs_for_bonus=3, sorted_deal=True))
+    rng = random.Random(3)
+    state = game.new_initial_state()
+    while state.is_chance_node() or state.current_player() != 1:
+        state.apply_action(rng.choice([a for a, _ in state.chance_outcomes()])
+                           if state.is_chance_node() else rng.choice(state.legal_actions()))
+    drawn = state.resample_from_infostate(1, rng.random, replay=False)
+    while not drawn.is_terminal():  # the next round is dealt from the cards left
+        drawn.apply_action(rng.choice([a for a, _ in drawn.chance_outcomes()])
+                           if drawn.is_chance_node() else rng.choice(drawn.legal_actions()))
+    assert len(drawn.rules_state.deal) == 9
+
+
+def test_cfr_plus_and_an_agent_measured_exactly_and_checked_by_openspiel() -> None:
+    from tensorcfr.games.pasur.exploitability import ExploitabilitySettings, run_exploitability
+
+    report = run_exploitability(ExploitabilitySettings(
+        config=MICRO, agents=("greedy", "exact"), check_every=25, cross_check="greedy"))
+    assert report.size["histories"] == 1548 and report.size["infosets"] == 579
+    assert report.solve["reached"] and report.solve["nash_conv"] <= 1e-3
+    rows = {row.name: row for row in report.rows}
+    assert rows["cfr+"].exploitability <= 5e-4
+    assert rows["uniform"].exploitability > rows["greedy"].exploitability > \
+        rows["cfr+"].exploitability
+    assert rows["exact"].status == "not applicable" and rows["exact"].exploitability is None
+    check = report.cross_check
+    assert check is not None and check["policy"] == "greedy"
+    assert check["openspiel"] == pytest.approx(rows["greedy"].exploitability, abs=1e-9)
+    # exploitability is NashConv / 2, and the best responses bound the policy's value
+    greedy = rows["greedy"]
+    assert greedy.nash_conv == pytest.approx(2 * greedy.exploitability)
+    assert greedy.best_response_values[0] >= greedy.policy_value - 1e-12
+
+
+def test_pimc_and_ismcts_tabulate_seeded_policies() -> None:
+    from tensorcfr.games.pasur.exploitability import (ExploitabilitySettings,
+                                                      _ismcts_choices, _pimc_choices,
+                                                      representative_states)
+
+    game = og.load_game(MICRO)
+    states = representative_states(game)
+    some = dict(list(states.items())[:20])
+    settings = ExploitabilitySettings(config=MICRO, determinizations=8, simulations=20)
+    pimc = _pimc_choices(some, settings, lambda done: None)
+    assert pimc == _pimc_choices(some, settings, lambda done: None)  # seeded
+    ismcts = _ismcts_choices(game, some, settings, lambda done: None)
+    for key, state in some.items():
+        assert set(pimc[key]) <= set(state.legal_actions())
+        assert set(ismcts[key]) <= set(state.legal_actions())
+        assert sum(ismcts[key].values()) == pytest.approx(1.0)
+
+
+def test_cli_reports_json_and_refuses_bad_input(capsys: pytest.CaptureFixture[str],
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    from tests._cli_helpers import run_cli
+
+    base = ["pasur", "agent-exploitability", "--ranks", "A5T", "--suits", "cd",
+            "--table-cards", "0"]
+    code, out, err = run_cli([*base, "--agents", "random,exact", "--cross-check", "none",
+                              "--json"], capsys, monkeypatch)
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["threads"] == 1 and report["solve"]["reached"]
+    names = [row["name"] for row in report["rows"]]
+    assert names[0] == "cfr+" and names[-1] == "exact"
+    code, out, err = run_cli([*base, "--agents", "random,nobody"], capsys, monkeypatch)
+    assert code == 2 and err.count("\n") == 1 and "unknown agent 'nobody'" in err
+    code, out, err = run_cli([*base, "--hand-cards", "4"], capsys, monkeypatch)
+    assert code == 2 and err.count("\n") == 1 and "the deal needs 8 cards" in err

@@ -66,8 +66,8 @@ def _register() -> None:
     the order ``--help`` lists them."""
     from tensorcfr.cli import (bench, generic, generic_exploitability, numeral211,
                                numeral211_abstract, numeral211_solve, pasur, pasur_batch,
-                               pasur_cfr, pasur_hidden, pasur_play, pasur_replay,
-                               pasur_selfplay, pasur_solve, pasur_tournament)
+                               pasur_cfr, pasur_exploitability, pasur_hidden, pasur_play,
+                               pasur_replay, pasur_selfplay, pasur_solve, pasur_tournament)
 
     pasur_commands = {
         "replay": pasur_replay.replay_command,
@@ -81,6 +81,7 @@ def _register() -> None:
         "batch": pasur_batch.batch_command,
         "analyze": pasur_batch.analyze_command,
         "tournament": pasur_tournament.tournament_command,
+        "agent-exploitability": pasur_exploitability.agent_exploitability_command,
         "train-hidden": pasur_hidden.train_hidden_command,
     }
     for name, command in pasur_commands.items():

@@ -108,7 +108,8 @@ from tensorcfr.games.pasur.engine.observation import Observation, observe
 
 __all__ = ["CAPTURES_PER_CARD", "DEFAULT_CONFIG", "GAME_NAME", "MAX_UTILITY",
            "NUM_DISTINCT_ACTIONS", "PasurConfig", "PasurGame", "PasurParameterError",
-           "PasurState", "action_id", "apply_play", "load_game", "state_from_rules"]
+           "PasurState", "action_id", "apply_play", "deal_card", "determinized_deal", "load_game",
+           "score", "state_from_rules"]
 
 GAME_NAME = "python_pasur"
 CAPTURES_PER_CARD = 1059
@@ -516,7 +517,7 @@ class PasurState(pyspiel.State):
         state = position.game_state
         config = position.config
         if position.mover == _CHANCE:
-            self._position = _Position(_dealt(config, state, int(action)),
+            self._position = _Position(deal_card(config, state, int(action)),
                                        position.plays_text, config)
             return
         play = position.legal()[action]
@@ -567,14 +568,14 @@ class PasurState(pyspiel.State):
                 and plays), so its ``history()`` is a legal history. ``False`` (search):
                 the state is built directly, much faster late in a game, and its
                 ``history()`` is empty; everything else (information states, legal plays,
-                returns, further play) is the same. A variant's state is always replayed.
+                returns, further play) is the same.
 
         Returns:
             A new state whose information state for ``player_id`` equals this one's.
         """
         seed = int(probability_sampler() * 2.0 ** 53)
         if not self._position.config.is_default:
-            return self._resample_variant(player_id, random.Random(seed))
+            return self._resample_variant(player_id, random.Random(seed), replay)
         drawn = determinize(self.observation_for(player_id), random.Random(seed))
         cut = len(self._position.game_state.deal)
         drawn = rules.GameState(deal=drawn.deal[:cut], play_index=drawn.play_index,
@@ -587,30 +588,29 @@ class PasurState(pyspiel.State):
         state._position = _Position(drawn, self._position.plays_text)
         return state
 
-    def _resample_variant(self, player: int, rng: random.Random) -> "PasurState":
-        """:meth:`resample_from_infostate` of a variant: the opponent's unplayed cards are
-        redrawn uniformly from the cards ``player`` has not seen, and the history replayed
-        with them (each set in increasing order under ``sorted_deal``)."""
+    def _resample_variant(self, player: int, rng: random.Random, replay: bool
+                          ) -> "PasurState":
+        """:meth:`resample_from_infostate` of a variant, with the deal of
+        :func:`determinized_deal`: replayed through the history, or built directly."""
         config = self._position.config
         state = self._position.game_state
-        deal = list(state.deal)
-        played = {play.card for play in state.history}
-        opponent = 1 - player
-        hidden: list[int] = []  # deal positions of the opponent's unplayed cards
-        for pos in range(config.table_cards, len(deal)):
-            offset = (pos - config.table_cards) % config.plays_per_round
-            if (offset >= config.hand_cards) == bool(opponent) and deal[pos] not in played:
-                hidden.append(pos)
-        if hidden:
-            seen = set(deal[:config.table_cards]) | played | set(state.hands[player])
-            unseen = [c for c in config.deck if c not in seen]
-            for pos, card in zip(hidden, rng.sample(unseen, len(hidden))):
-                deal[pos] = card
-            for start in sorted({config.deal_set(pos)[0] for pos in hidden}):
-                block = deal[start:start + config.hand_cards]
-                if config.sorted_deal:
-                    block.sort()
-                deal[start:start + config.hand_cards] = block
+        deal = determinized_deal(config, state, player, rng)
+        if not replay:
+            played = {play.card for play in state.history}
+            opponent = 1 - player
+            hands = [state.hands[0], state.hands[1]]
+            hands[opponent] = tuple(sorted(
+                card for pos, card in enumerate(deal)
+                if pos >= config.table_cards and card not in played
+                and ((pos - config.table_cards) % config.plays_per_round
+                     >= config.hand_cards) == bool(opponent)))
+            drawn = rules.GameState(deal=deal, play_index=state.play_index,
+                                    hands=(hands[0], hands[1]), pool=state.pool,
+                                    piles=state.piles, surs=state.surs,
+                                    last_capturer=state.last_capturer, history=state.history)
+            fresh = self.get_game().new_initial_state()
+            fresh._position = _Position(drawn, self._position.plays_text, config)
+            return fresh
         fresh = self.get_game().new_initial_state()
         dealt = 0
         for action in self.history():
@@ -633,7 +633,7 @@ class PasurState(pyspiel.State):
                 f"{state.surs[0]}-{state.surs[1]} | plays [{self._position.plays_text}]")
 
 
-def _dealt(config: PasurConfig, state: rules.GameState, card: int) -> rules.GameState:
+def deal_card(config: PasurConfig, state: rules.GameState, card: int) -> rules.GameState:
     """``state`` with ``card`` dealt: to the pool (the first ``table_cards``), else to the
     hand being dealt (Alex's then Bob's each round)."""
     if card in state.deal:
@@ -652,6 +652,30 @@ def _dealt(config: PasurConfig, state: rules.GameState, card: int) -> rules.Game
     return rules.GameState(deal=deal, play_index=state.play_index, hands=(hands[0], hands[1]),
                            pool=state.pool, piles=state.piles, surs=state.surs,
                            last_capturer=state.last_capturer, history=state.history)
+
+
+def determinized_deal(config: PasurConfig, state: rules.GameState, player: int,
+                      rng: random.Random) -> tuple[int, ...]:
+    """The cards dealt so far (``state.deal``'s length) with the opponent's unplayed cards
+    redrawn uniformly from the cards ``player`` has not seen (the start pool, the plays and
+    the own hand are seen); each redrawn hand keeps its played cards and is in increasing
+    order under ``sorted_deal``. ``player`` cannot tell the result from the true deal."""
+    deal = list(state.deal)
+    played = {play.card for play in state.history}
+    opponent = 1 - player
+    hidden = [pos for pos in range(config.table_cards, len(deal))
+              if ((pos - config.table_cards) % config.plays_per_round >= config.hand_cards)
+              == bool(opponent) and deal[pos] not in played]
+    if hidden:
+        seen = set(deal[:config.table_cards]) | played | set(state.hands[player])
+        unseen = [c for c in config.deck if c not in seen]
+        for pos, card in zip(hidden, rng.sample(unseen, len(hidden))):
+            deal[pos] = card
+        if config.sorted_deal:
+            for start in sorted({config.deal_set(pos)[0] for pos in hidden}):
+                deal[start:start + config.hand_cards] = sorted(
+                    deal[start:start + config.hand_cards])
+    return tuple(deal)
 
 
 def action_id(state: rules.GameState, action: rules.Action, *,
