@@ -146,6 +146,10 @@ def test_cfr_plus_and_an_agent_measured_exactly_and_checked_by_openspiel() -> No
     # exploitability is NashConv / 2, and the best responses bound the policy's value
     greedy = rows["greedy"]
     assert greedy.nash_conv == pytest.approx(2 * greedy.exploitability)
+    # head to head: antisymmetric, and nobody gains on the equilibrium beyond its NashConv
+    matches = report.head_to_head
+    assert matches["greedy"]["uniform"] == pytest.approx(-matches["uniform"]["greedy"])
+    assert matches["greedy"]["cfr+"] <= rows["cfr+"].nash_conv
     assert greedy.best_response_values[0] >= greedy.policy_value - 1e-12
 
 
