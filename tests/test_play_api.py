@@ -21,7 +21,8 @@ from tensorcfr.games.pasur.engine.rules import (
 )
 from tensorcfr.play.server import MAX_BODY_BYTES, create_app, load_static
 from tensorcfr.play.caches import SolutionCache
-from tensorcfr.play.session import GameSession, HiddenCardsError, IllegalMoveError
+from tensorcfr.errors import HiddenCardsError, IllegalMoveError
+from tensorcfr.play.session import GameSession
 
 SEED = 3  # quick exact solve (about 0.1 s)
 LOCAL = "http://127.0.0.1:8000"  # a Host the server serves (others get 400: DNS rebinding)

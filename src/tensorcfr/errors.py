@@ -23,6 +23,16 @@ class IllegalPlayError(TensorCFRError):
     exit_code = 1
 
 
+class IllegalMoveError(TensorCFRError):
+    """A play or command a game in play (``pasur play``, ``pasur serve``) cannot accept now;
+    the message is one sentence (the server answers 400)."""
+
+
+class HiddenCardsError(IllegalMoveError):
+    """A question whose answer would reveal cards the human may not see yet (the server
+    answers 403)."""
+
+
 class MemoryLimitError(TensorCFRError):
     """The estimated memory of a job exceeds the allowed limit."""
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Sequence
 
+from tensorcfr.errors import IllegalMoveError
 from tensorcfr.games.pasur.engine.observation import observe
 from tensorcfr.games.pasur.engine.rules import PLAYERS, GameState, score
 from tensorcfr.games.pasur.vocab import Mode
@@ -103,8 +104,6 @@ def hint_report(session: GameSession, at: int | None = None) -> dict[str, Any]:
     (``message`` says so). Raises :class:`IllegalMoveError` at the AI's turn of a hidden
     game (its plays would show its hand).
     """
-    from tensorcfr.play.session import IllegalMoveError
-
     state = session.state_at(at)
     if state.is_terminal:
         raise IllegalMoveError("the game is over: no plays to hint")
@@ -135,8 +134,6 @@ def exact_hints(session: GameSession, at: int | None = None) -> list[dict[str, A
     the points it gives away against the best play (0 for every optimal play). Raises
     :class:`HiddenCardsError` in hidden mode before the game is over.
     """
-    from tensorcfr.play.session import IllegalMoveError
-
     session.require_exact_allowed()
     state = session.state_at(at)
     if state.is_terminal:

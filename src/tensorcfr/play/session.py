@@ -53,7 +53,12 @@ import random
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from tensorcfr.errors import InvalidRecordError, TensorCFRError
+from tensorcfr.errors import (
+    HiddenCardsError,
+    IllegalMoveError,
+    InvalidRecordError,
+    TensorCFRError,
+)
 from tensorcfr.games.pasur.engine.observation import observe
 from tensorcfr.games.pasur.engine.records import GameRecord, parse_record, replay_record
 from tensorcfr.games.pasur.engine.rules import (
@@ -90,8 +95,6 @@ __all__ = [
     "DEFAULT_MODE",
     "DealChoice",
     "GameSession",
-    "HiddenCardsError",
-    "IllegalMoveError",
     "PlayInfo",
     "SEED_MAX",
     "check_seed",
@@ -104,14 +107,6 @@ DEFAULT_MODE = Mode.HIDDEN
 """The mode of a game unless another is named: the real game."""
 SEED_MAX = 2**63 - 1
 """Seeds of deals and of the AI's draws are 0..SEED_MAX everywhere (CLI, API, page)."""
-
-
-class IllegalMoveError(TensorCFRError):
-    """A play or command the game cannot accept now; the message is one sentence."""
-
-
-class HiddenCardsError(IllegalMoveError):
-    """A question whose answer would reveal cards the human may not see yet."""
 
 
 NO_UNDO_HIDDEN = ("no undo in a hidden-hand game: taking a play back would let you see the AI "

@@ -25,10 +25,10 @@ from rich.table import Table
 from rich.text import Text
 
 from tensorcfr.games.pasur.engine.cards import card_code, parse_card
-from tensorcfr.errors import TensorCFRError
+from tensorcfr.errors import IllegalMoveError, TensorCFRError
 from tensorcfr.games.pasur.engine.rules import PLAYERS, Action, illegal_reason
 from tensorcfr.games.pasur.vocab import Mode
-from tensorcfr.play.session import GameSession, IllegalMoveError
+from tensorcfr.play.session import GameSession
 from tensorcfr.utils.interrupts import Terminated
 from tensorcfr.utils.io import write_text_or_elsewhere
 

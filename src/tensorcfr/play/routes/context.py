@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from fastapi import HTTPException, Request
 
-from tensorcfr.errors import TensorCFRError
+from tensorcfr.errors import HiddenCardsError, TensorCFRError
 from tensorcfr.games.pasur.vocab import Mode
 from tensorcfr.play.caches import AnalysisCache, PlayerCache, SolutionCache, analysis_key
 from tensorcfr.play.limits import Busy, WorkGate
@@ -23,7 +23,6 @@ from tensorcfr.play.opponents import (
     check_ai,
     make_hidden_agent,
 )
-from tensorcfr.play.session import HiddenCardsError
 from tensorcfr.play.store import GameStore
 
 __all__ = ["ServerContext", "bad", "server_context"]
