@@ -1,0 +1,139 @@
+"""Where one CFR iteration of the generic engine spends its time, one thread (CPU).
+
+For the torch passes (``numba_min_nodes = None``): ``torch.profiler`` over a few iterations,
+the operators' own time grouped as *index arithmetic* (gathers and scatters:
+``index_select``, ``scatter_add_``, ``scatter_``, ``index_add_``, ``index_copy_``,
+``gather``), *arithmetic* (``mul``, ``sub``, ``add``, ``where``, ``abs``, ``div``,
+comparisons, ``clamp``), *allocation and fills* (``empty``, ``zero_``, ``fill_``, ``copy_``)
+and *views* (``slice``, ``as_strided``, ``expand``, ...), and the rest of the wall time
+as *Python and dispatch* (the interpreter and torch's per-call overhead outside the
+kernels); wall time, so a loaded machine inflates every group alike.  For the compiled passes (the default on CPU from 100k nodes): process CPU time
+of each pass (values, regrets, average, regret matching, edges and reach), best of
+``--reps``.
+
+Usage::
+
+    nice -n 10 .venv/bin/python benchmarks/bench_engine_profile.py --games liars_dice,tic_tac_toe
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections import defaultdict
+
+import torch
+
+GROUPS = {
+    "index": ("index_select", "scatter_add_", "scatter_", "index_add_", "index_copy_", "gather",
+              "index_put_", "scatter_add", "index"),
+    "arithmetic": ("mul", "mul_", "sub", "sub_", "add", "add_", "where", "abs", "div", "div_",
+                   "gt", "ge", "lt", "clamp_min_", "clamp_min", "maximum", "reciprocal"),
+    "allocation": ("empty", "empty_like", "zero_", "fill_", "copy_", "zeros", "clone", "to",
+                   "_to_copy", "empty_strided", "resize_"),
+    "views": ("slice", "as_strided", "expand", "select", "view", "narrow", "t", "transpose",
+              "unsqueeze", "squeeze", "reshape", "alias", "detach", "lift_fresh"),
+}
+
+
+def _group(name: str) -> str:
+    short = name.removeprefix("aten::")
+    for group, names in GROUPS.items():
+        if short in names:
+            return group
+    return "other ops"
+
+
+def profile_torch(solver: object, iterations: int) -> dict:
+    """Operator self-CPU time per group and the wall time of ``iterations`` iterations."""
+    from torch.profiler import ProfilerActivity, profile
+
+    step = solver.evaluate_and_update_policy  # type: ignore[attr-defined]
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        started = time.perf_counter()
+        for _ in range(iterations):
+            step()
+        wall = time.perf_counter() - started
+    groups: dict[str, float] = defaultdict(float)
+    calls = 0
+    for event in prof.key_averages():
+        groups[_group(event.key)] += event.self_cpu_time_total / 1e3
+        calls += event.count
+    per_iteration = {k: v / iterations for k, v in groups.items()}
+    total_ops = sum(per_iteration.values())
+    wall_ms = wall * 1e3 / iterations
+    per_iteration["python and dispatch"] = max(wall_ms - total_ops, 0.0)
+    return {"wall_ms_profiled": wall_ms, "ops_per_iteration": calls / iterations,
+            "groups_ms": dict(sorted(per_iteration.items(), key=lambda kv: -kv[1]))}
+
+
+def profile_numba(solver: object, reps: int) -> dict:
+    """Best-of-``reps`` process CPU time of each pass of the compiled path, per iteration."""
+    passes = solver._numba_passes  # type: ignore[attr-defined]
+    players = range(solver._flat.num_players)  # type: ignore[attr-defined]
+
+    def best(function: object) -> float:
+        times = []
+        for _ in range(reps):
+            started = time.process_time()
+            function()  # type: ignore[operator]
+            times.append(time.process_time() - started)
+        return min(times) * 1e3
+
+    parts = {
+        "values and regrets (compiled)": lambda: [passes.values_and_regrets(p) for p in players],
+        "discount and average (torch)": lambda: [solver._finish_update(p)  # type: ignore
+                                                 for p in players],
+        "regret matching (compiled)": lambda: [
+            passes.regret_matching(p, solver._regret_views[p].numpy())  # type: ignore
+            for p in players],
+        "edges and reach (compiled)": lambda: [passes.refresh_player(p) for p in players],
+    }
+    out = {name: best(function) for name, function in parts.items()}
+    out["whole iteration"] = best(solver.evaluate_and_update_policy)  # type: ignore
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--games", default="liars_dice,tic_tac_toe")
+    parser.add_argument("--iterations", type=int, default=5)
+    parser.add_argument("--reps", type=int, default=9)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    from tensorcfr.core.cfr import TensorCFRSolver
+    from tensorcfr.games.openspiel import flatten_game
+
+    class TorchPasses(TensorCFRSolver):
+        numba_min_nodes = None
+
+    report = {}
+    for game in args.games.split(","):
+        tree = flatten_game(game)
+        torch_solver = TorchPasses(tree)
+        torch_solver.iterate(2)
+        compiled = TensorCFRSolver(tree)
+        compiled.iterate(2)
+        report[game] = {"torch passes": profile_torch(torch_solver, args.iterations),
+                        "compiled passes": (profile_numba(compiled, args.reps)
+                                            if compiled.uses_numba else None)}
+        if not args.json:
+            entry = report[game]["torch passes"]
+            print(f"{game}: torch passes, {entry['wall_ms_profiled']:.2f} wall ms/iteration "
+                  f"under the profiler, {entry['ops_per_iteration']:.0f} operator calls")
+            for name, ms in entry["groups_ms"].items():
+                share = 100 * ms / entry["wall_ms_profiled"]
+                print(f"  {name:24s} {ms:7.2f} ms {share:5.1f} %")
+            if report[game]["compiled passes"]:
+                print(f"{game}: compiled passes (best of {args.reps})")
+                for name, ms in report[game]["compiled passes"].items():
+                    print(f"  {name:32s} {ms:7.2f} ms")
+    if args.json:
+        print(json.dumps(report, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
