@@ -40,8 +40,8 @@ The search is fail-soft alpha-beta with
   round (a Sur); the opponent likewise. A window outside these bounds is cut at once;
 * move ordering: the table's best play first, then captures by immediate reward, then lays
   of cards worth nothing;
-* :func:`mtdf`: zero-window searches (MTD(f)) that home in on the exact value, each
-  reusing the table of the ones before.
+* :func:`mtdf`: a first search in a window around a guess, then zero-window searches
+  (MTD(f)) that home in on the exact value, each reusing the table of the ones before.
 """
 
 from __future__ import annotations
@@ -56,6 +56,9 @@ MAX_MOVES = 1024
 """Plays one position may have (a pool with very many numeric cards could exceed it; the
 search then reports an overflow and the caller falls back on the exact solver)."""
 NUM_PLAYS = 48
+ASPIRATION_WIDTH = 12
+"""Half-width, in points, of the first window :func:`mtdf` tries around its guess (measured:
+10-14 visit the fewest positions from play 0; a zero window visits 15% more)."""
 LAST_SUR_PLAY = 40  # plays 40..47 (the last round) score no Sur
 
 CLUBS_MASK = np.int64(sum(1 << c for c in range(0, 52, 4)))
@@ -563,17 +566,30 @@ def mtdf(t: np.int64, pool: np.int64, rel_a: np.int64, rel_b: np.int64, clubs_a:
          hands: np.ndarray, masks: np.ndarray, table: np.ndarray, gen: np.int64,
          bits: np.int64, move_card: np.ndarray, move_cap: np.ndarray, move_key: np.ndarray,
          frame: np.ndarray, scratch: np.ndarray, stats: np.ndarray) -> np.int64:
-    """Exact value (points to come, mover's side) by zero-window searches from ``guess``
-    (MTD(f)): each search tells whether the value is below a test point, and the bounds meet."""
+    """Exact value (points to come, mover's side) from ``guess``: one search with the window
+    ``guess -+ ASPIRATION_WIDTH`` (exact when the value falls inside it), then zero-window
+    searches (MTD(f)) from the bound it returned: each tells whether the value is below a
+    test point, and the bounds meet."""
     lo = -INF
     hi = INF
-    g = guess
+    stats[2] += 1
+    g = search(t, pool, rel_a, rel_b, clubs_a, clubs_b, last, points_left,
+               guess - ASPIRATION_WIDTH, guess + ASPIRATION_WIDTH, hands, masks, table, gen,
+               bits, move_card, move_cap, move_key, frame, scratch, stats)
+    if stats[1] != 0:
+        return 0
+    if g <= guess - ASPIRATION_WIDTH:
+        hi = g
+    elif g >= guess + ASPIRATION_WIDTH:
+        lo = g
+    else:
+        return g
     while lo < hi:
         stats[2] += 1
         b = g + 1 if g == lo else g
         g = search(t, pool, rel_a, rel_b, clubs_a, clubs_b, last, points_left, b - 1, b,
-                   hands, masks, table, gen, bits,
-                   move_card, move_cap, move_key, frame, scratch, stats)
+                   hands, masks, table, gen, bits, move_card, move_cap, move_key, frame,
+                   scratch, stats)
         if stats[1] != 0:
             return 0
         if g < b:
