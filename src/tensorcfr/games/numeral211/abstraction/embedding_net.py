@@ -540,6 +540,77 @@ def _train_round(net: HandEbdNet, x: torch.Tensor, y: torch.Tensor, w: torch.Ten
                             epochs=epoch, best_epoch=best_epoch)
 
 
+def _checked_options(flop: int, turn: int, target: str, net: str, hidden: int | None,
+                     budget: TrainingBudget | None, epochs: int | None, batch: int | None,
+                     lr: float | None, balance: float, sharpness: float, temperature: float,
+                     anneal_epochs: int, objective: str, teacher_temperature: float
+                     ) -> tuple[TrainingBudget, int]:
+    """:func:`train_embedding`'s options checked (one-line TensorCFRErrors naming the CLI
+    options); the training budget with the older keywords applied, and the hidden size."""
+    for label, k in (("--flop", flop), ("--turn", turn)):
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise TensorCFRError(f"{label} must be a positive number of advisors, got {k!r}")
+    if target not in TARGETS:
+        raise TensorCFRError(f"unknown --target {target!r}: choose one of {', '.join(TARGETS)}")
+    if net not in NETS:
+        raise TensorCFRError(f"unknown --net {net!r}: choose one of {', '.join(NETS)}")
+    budget = budget or TrainingBudget()
+    overrides = {k: v for k, v in (("max_epochs", epochs), ("batch", batch), ("lr", lr))
+                 if v is not None}
+    budget = replace(budget, **overrides)
+    hidden = DEFAULT_HIDDEN[net] if hidden is None else hidden
+    if hidden < 1 or not (math.isfinite(balance) and balance >= 0) or not (
+            math.isfinite(sharpness) and sharpness >= 0):
+        raise TensorCFRError("hidden must be positive, balance and sharpness finite and >= 0")
+    if not (math.isfinite(temperature) and 0 < temperature <= 1):
+        raise TensorCFRError(f"--temperature must be in (0, 1], got {temperature!r}")
+    if temperature != 1.0 and (isinstance(anneal_epochs, bool) or not isinstance(
+            anneal_epochs, int) or not 0 <= anneal_epochs < budget.max_epochs):
+        raise TensorCFRError(f"--anneal-epochs must be an integer in [0, max epochs "
+                             f"{budget.max_epochs}), got {anneal_epochs!r}")
+    if objective not in OBJECTIVES:
+        raise TensorCFRError(f"unknown --objective {objective!r}: choose one of "
+                             f"{', '.join(OBJECTIVES)}")
+    if not (isinstance(teacher_temperature, (int, float)) and math.isfinite(
+            teacher_temperature) and teacher_temperature > 0):
+        raise TensorCFRError(f"--teacher-temperature must be positive and finite, got "
+                             f"{teacher_temperature!r}")
+    return budget, hidden
+
+
+def _round_setup(config: GameConfig, r: int, m: int, target: str, objective: str,
+                 tutor: Teacher | None, teacher_temperature: float, net: str, hidden: int,
+                 seed: int, dev: torch.device
+                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, HandEbdNet, FitTerm]:
+    """Round ``r``'s training data and network for :func:`train_embedding`: inputs ``x``,
+    targets ``y`` (the teacher's soft assignment for ``"distill"``), class weights ``w``
+    (concrete infosets per class), the network with ``m`` advisors (initialised from seed
+    ``seed + r`` on the CPU, then moved to ``dev``) and the fit term."""
+    torch.manual_seed(seed + r)  # the weights are initialised on the CPU, then moved
+    sizes = class_sizes(config, r)
+    if objective == "distill":
+        assert tutor is not None
+        y = torch.as_tensor(teacher_assignment(config, tutor, r, teacher_temperature),
+                            device=dev)
+    else:
+        y = torch.as_tensor(class_targets(config, r, target, tutor), device=dev)
+    fit = FitTerm(objective)
+    if target == "emd" and objective != "distill":
+        assert tutor is not None
+        fit = FitTerm(objective, torch.as_tensor(tutor.dim_weights[r], dtype=y.dtype,
+                                                 device=dev), l1=True)
+    w = torch.as_tensor(sizes, dtype=torch.float32, device=dev)
+    if net == "conv":
+        x = torch.as_tensor(class_planes(config, r), device=dev)
+        model: HandEbdNet = HandEbdConvNet(r + 1, config.suits, len(config.ranks), m,
+                                           y.shape[1], hidden)
+    else:
+        x = torch.as_tensor(class_inputs(config, r), device=dev)
+        model = HandEbdNet(x.shape[1], m, y.shape[1], hidden)
+    model.to(dev)
+    return x, y, w, model, fit
+
+
 def train_embedding(config: GameConfig, flop: int, turn: int, *, target: str = "wtl",
                     hidden: int | None = None, epochs: int | None = None,
                     batch: int | None = None, lr: float | None = None, seed: int = 0,
@@ -588,34 +659,9 @@ def train_embedding(config: GameConfig, flop: int, turn: int, *, target: str = "
     from tensorcfr.utils.device import resolve_device
 
     counts = isomorphism(config).isomorphic_classes()
-    for label, k in (("--flop", flop), ("--turn", turn)):
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise TensorCFRError(f"{label} must be a positive number of advisors, got {k!r}")
-    if target not in TARGETS:
-        raise TensorCFRError(f"unknown --target {target!r}: choose one of {', '.join(TARGETS)}")
-    if net not in NETS:
-        raise TensorCFRError(f"unknown --net {net!r}: choose one of {', '.join(NETS)}")
-    budget = budget or TrainingBudget()
-    overrides = {k: v for k, v in (("max_epochs", epochs), ("batch", batch), ("lr", lr))
-                 if v is not None}
-    budget = replace(budget, **overrides)
-    hidden = DEFAULT_HIDDEN[net] if hidden is None else hidden
-    if hidden < 1 or not (math.isfinite(balance) and balance >= 0) or not (
-            math.isfinite(sharpness) and sharpness >= 0):
-        raise TensorCFRError("hidden must be positive, balance and sharpness finite and >= 0")
-    if not (math.isfinite(temperature) and 0 < temperature <= 1):
-        raise TensorCFRError(f"--temperature must be in (0, 1], got {temperature!r}")
-    if temperature != 1.0 and (isinstance(anneal_epochs, bool) or not isinstance(
-            anneal_epochs, int) or not 0 <= anneal_epochs < budget.max_epochs):
-        raise TensorCFRError(f"--anneal-epochs must be an integer in [0, max epochs "
-                             f"{budget.max_epochs}), got {anneal_epochs!r}")
-    if objective not in OBJECTIVES:
-        raise TensorCFRError(f"unknown --objective {objective!r}: choose one of "
-                             f"{', '.join(OBJECTIVES)}")
-    if not (isinstance(teacher_temperature, (int, float)) and math.isfinite(
-            teacher_temperature) and teacher_temperature > 0):
-        raise TensorCFRError(f"--teacher-temperature must be positive and finite, got "
-                             f"{teacher_temperature!r}")
+    budget, hidden = _checked_options(flop, turn, target, net, hidden, budget, epochs, batch,
+                                      lr, balance, sharpness, temperature, anneal_epochs,
+                                      objective, teacher_temperature)
     dev = resolve_device(device, "device")
     started = time.perf_counter()
     tutor: Teacher | None = None
@@ -632,28 +678,9 @@ def train_embedding(config: GameConfig, flop: int, turn: int, *, target: str = "
     teacher_stats: dict[str, dict[str, float]] = {"partition_distortion": {},
                                                   "teacher_agreement": {}}
     for r, m in ((1, flop), (2, turn)):
-        torch.manual_seed(seed + r)  # the weights are initialised on the CPU, then moved
-        sizes = class_sizes(config, r)
-        if objective == "distill":
-            assert tutor is not None
-            y = torch.as_tensor(teacher_assignment(config, tutor, r, teacher_temperature),
-                                device=dev)
-        else:
-            y = torch.as_tensor(class_targets(config, r, target, tutor), device=dev)
-        fit = FitTerm(objective)
-        if target == "emd" and objective != "distill":
-            assert tutor is not None
-            fit = FitTerm(objective, torch.as_tensor(tutor.dim_weights[r], dtype=y.dtype,
-                                                     device=dev), l1=True)
-        w = torch.as_tensor(sizes, dtype=torch.float32, device=dev)
-        if net == "conv":
-            x = torch.as_tensor(class_planes(config, r), device=dev)
-            model: HandEbdNet = HandEbdConvNet(r + 1, config.suits, len(config.ranks), m,
-                                               y.shape[1], hidden)
-        else:
-            x = torch.as_tensor(class_inputs(config, r), device=dev)
-            model = HandEbdNet(x.shape[1], m, y.shape[1], hidden)
-        model.to(dev)
+        x, y, w, model, fit = _round_setup(config, r, m, target, objective, tutor,
+                                           teacher_temperature, net, hidden, seed, dev)
+        sizes = class_sizes(config, r)  # (no random draw)
 
         def round_progress(epoch: int, loss: float, r: int = r) -> None:
             if progress is not None:

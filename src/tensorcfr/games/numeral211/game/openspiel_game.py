@@ -49,11 +49,20 @@ def infoset_string(config: GameConfig, player: int, hand: Any, board: Any,
 
 
 def register() -> None:
-    """Register ``python_numeral211`` with pyspiel (once)."""
+    """Register ``python_numeral211`` with pyspiel (once): its type and bounds, then the game
+    and state classes built on pyspiel's (pyspiel is imported only here)."""
     import pyspiel
 
     if GAME_NAME in pyspiel.registered_names():
         return
+    game_type, game_info = _game_type_and_info(pyspiel)
+    pyspiel.register_game(game_type, _game_class(pyspiel, game_type, game_info,
+                                                 _state_class(pyspiel)))
+
+
+def _game_type_and_info(pyspiel: Any) -> tuple[Any, Any]:
+    """pyspiel's ``GameType`` and ``GameInfo`` of ``python_numeral211`` (utility and length
+    bounds of the paper's game, the largest variant)."""
     big = GameConfig()
     game_type = pyspiel.GameType(
         short_name=GAME_NAME, long_name="Python Numeral211 Hold'em",
@@ -71,17 +80,26 @@ def register() -> None:
                                  num_players=2, min_utility=-float(max_stake),
                                  max_utility=float(max_stake), utility_sum=0.0,
                                  max_game_length=4 + 3 * 18)
+    return game_type, game_info
 
-    class _Observer:
-        def __init__(self, iig_obs_type: Any, params: Any) -> None:
-            self.tensor = np.zeros(1, np.float32)
-            self.dict = {"unused": self.tensor}
 
-        def set_from(self, state: Any, player: int) -> None:
-            pass
+class _Observer:
+    """The observer pyspiel asks for: information-state strings only (no tensors)."""
 
-        def string_from(self, state: Any, player: int) -> str:
-            return state.info_string(player)
+    def __init__(self, iig_obs_type: Any, params: Any) -> None:
+        self.tensor = np.zeros(1, np.float32)
+        self.dict = {"unused": self.tensor}
+
+    def set_from(self, state: Any, player: int) -> None:
+        pass
+
+    def string_from(self, state: Any, player: int) -> str:
+        return state.info_string(player)
+
+
+def _state_class(pyspiel: Any) -> type:
+    """The ``pyspiel.State`` subclass: chance deals both hands, then the flop and the turn
+    when their round starts; the reference engine (:mod:`.engine`) plays the betting."""
 
     class _State(pyspiel.State):
         def __init__(self, game: Any, config: GameConfig) -> None:
@@ -160,18 +178,25 @@ def register() -> None:
             history = self.engine.history_string() if self.engine is not None else ""
             return f"{hands} | {cards_to_str(self.config, self.board)} | {history}"
 
+    return _State
+
+
+def _game_class(pyspiel: Any, game_type: Any, game_info: Any, state_class: type) -> type:
+    """The ``pyspiel.Game`` subclass: parameters -> :class:`GameConfig`, states of
+    ``state_class``, the string observer."""
+
     class _Game(pyspiel.Game):
         def __init__(self, params: Any = None) -> None:
             super().__init__(game_type, game_info, params or dict())
             self.config = config_of(dict(self.get_parameters()))
 
         def new_initial_state(self) -> Any:
-            return _State(self, self.config)
+            return state_class(self, self.config)
 
         def make_py_observer(self, iig_obs_type: Any = None, params: Any = None) -> Any:
             return _Observer(iig_obs_type, params)
 
-    pyspiel.register_game(game_type, _Game)
+    return _Game
 
 
 def load(config: GameConfig) -> Any:
