@@ -14,9 +14,10 @@ are fixed), and the search returns the same numbers as the exact solver (:mod:`.
 
 Where the exact solver expands every merged state of the rest of the game level by level
 (a quarter of a million states from the first play, 0.13-0.2 s), this search visits few of
-them: alpha-beta with zero-window (MTD(f)) searches, a transposition table over the same
-merged state, move ordering (the table's best play, then captures by points) and cuts from
-the points still available (:mod:`.double_dummy_kernel`, compiled by numba; the first call
+them (about 20,000): alpha-beta in a window around a guess, then zero-window (MTD(f))
+steps, a transposition table over the same merged state (equivalent cards merged), move
+ordering (the table's best play, then captures by points) and cuts from the points still
+available (:mod:`.double_dummy_kernel`, compiled by numba; the first call
 in a fresh environment compiles it, later processes load it from numba's cache:
 :func:`compile_kernels` does it up front and says how long it took).
 
@@ -24,6 +25,7 @@ A position whose pool offers more than :data:`~.double_dummy_kernel.MAX_MOVES` p
 seen in real deals) is handed to the exact solver, so the answers are always exact.
 
 >>> from tensorcfr.games.pasur.engine.rules import initial_state, random_deal
+>>> from tensorcfr.games.pasur.solving.exact import solve_exact
 >>> state = initial_state(random_deal(1))
 >>> dd_value(state) == solve_exact(state).value            # doctest: +SKIP
 True
