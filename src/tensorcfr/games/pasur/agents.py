@@ -201,16 +201,17 @@ AGENTS: dict[str, AgentEntry] = {
     "pimc": AgentEntry("draws the hidden cards many times and plays the best play on average "
                        "(perfect-information Monte Carlo)",
                        lambda options: _pimc_agent(PimcAgent, options)),
-    "pimc-infer": AgentEntry("PIMC with draws weighted by what your plays suggest about your "
-                             "hand", lambda options: _pimc_agent(PimcInferAgent, options)),
+    "pimc-infer": AgentEntry("plays as pimc, with its draws weighted by what your plays "
+                             "suggest about your hand",
+                             lambda options: _pimc_agent(PimcInferAgent, options)),
     "hidden-model": AgentEntry("plays a policy learned from hidden-hand self-play",
                                lambda options: HiddenModelAgent(options.model,
                                                                 threads=options.threads)),
-    "ismcts": AgentEntry("information-set Monte Carlo tree search",
+    "ismcts": AgentEntry("searches a tree of what it can see (information-set Monte Carlo "
+                         "tree search), a number of simulations per move",
                          lambda options: ISMCTSAgent(simulations=options.simulations,
                                                      max_seconds=options.seconds_per_move)),
-    "ismcts-time": AgentEntry("information-set Monte Carlo tree search that searches for its "
-                              "whole time budget per move",
+    "ismcts-time": AgentEntry("searches as ismcts, for its whole time budget per move",
                               lambda options: timed_ismcts_agent(options.seconds_per_move)),
     "exact": AgentEntry("cheats: sees every card and plays the open-hands optimum (a "
                         "reference)", lambda options: ExactAgent(device=options.device),
