@@ -8,6 +8,7 @@ import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from _cli_helpers import run_cli
 from tensorcfr.core.cfr import TensorCFRSolver
 from tensorcfr.core.tree import LevelTree
 from tensorcfr.errors import TensorCFRError
@@ -96,3 +97,12 @@ def test_static_shapes_and_no_host_sync(trees: dict[str, LevelTree], algo: str) 
 def test_cuda_graph_needs_cuda(trees: dict[str, LevelTree]) -> None:
     with pytest.raises(TensorCFRError, match="cuda_graph needs a CUDA device"):
         TensorCFRSolver(trees["leduc_poker"], cuda_graph=True)
+
+
+def test_cli_cuda_graph_refused_off_cuda(capsys: pytest.CaptureFixture[str],
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    code, out, err = run_cli(["solve", "kuhn_poker", "--iterations", "2", "--cuda-graph"],
+                             capsys, monkeypatch)
+    assert code == 2 and out == ""
+    assert "error: --cuda-graph needs a CUDA --device, not 'cpu'" in " ".join(err.split())
+    assert "Traceback" not in err

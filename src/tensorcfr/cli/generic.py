@@ -113,6 +113,9 @@ def solve_command(
         help="Compute exploitability every K iterations (default: about "
         "20 times per run; 0 = only at the end)."),
     device: str = typer.Option("cpu", help="torch device: cpu, cuda, cuda:1 ..."),
+    cuda_graph: bool = typer.Option(False, "--cuda-graph",
+                                    help="On a CUDA --device: replay each iteration as one "
+                                    "captured CUDA graph (one launch per iteration)."),
     dtype: Optional[str] = typer.Option(
         None, help="float64, float32 or auto (default: float64 up to 5,000,000 nodes, "
         "float32 above; the choice is printed)."),
@@ -146,8 +149,8 @@ def solve_command(
 
     settings = SolveSettings(
         game=game, algo=algo, iterations=iterations, alternating=alternating, alpha=alpha,
-        beta=beta, gamma=gamma, eval_every=eval_every, device=device, dtype=dtype,
-        threads=threads, max_memory=max_memory, save=save, checkpoint_every=checkpoint_every,
+        beta=beta, gamma=gamma, eval_every=eval_every, device=device, cuda_graph=cuda_graph,
+        dtype=dtype, threads=threads, max_memory=max_memory, save=save, checkpoint_every=checkpoint_every,
         resume=resume, policy_out=policy_out, plot=plot)
     with _Display() as display:
         summary = solve(settings, on_progress=display).summary

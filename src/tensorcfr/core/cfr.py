@@ -1377,14 +1377,15 @@ class TensorCFRSolver:
 
 def load_checkpoint(path: str, game: Any, device: torch.device | str | None = "cpu",
                     max_memory_bytes: int | None = None,
-                    solver_class: "type[TensorCFRSolver] | None" = None) -> TensorCFRSolver:
+                    solver_class: "type[TensorCFRSolver] | None" = None,
+                    cuda_graph: bool = False) -> TensorCFRSolver:
     """Rebuild a solver from a checkpoint and restore its state (bitwise resume).
 
     Args:
         path: a file written by :meth:`TensorCFRSolver.save`.
         game: the :class:`LevelTree` it was computed on (game adapters' solver classes
             also accept what their ``_build_tree`` takes, e.g. an OpenSpiel game string).
-        device, max_memory_bytes: as for :class:`TensorCFRSolver`.
+        device, max_memory_bytes, cuda_graph: as for :class:`TensorCFRSolver`.
         solver_class: the solver family to build (default :class:`TensorCFRSolver`); its
             :meth:`~TensorCFRSolver.checkpoint_class` is built, since the checkpoint says
             which algorithm ran (``CFRSolver.load`` of a CFR+ checkpoint gives CFR+).
@@ -1397,7 +1398,8 @@ def load_checkpoint(path: str, game: Any, device: torch.device | str | None = "c
     params = data.parameters
     solver = cls(game, algo=params["algo"], alternating=params["alternating"],
                  alpha=params["alpha"], beta=params["beta"], gamma=params["gamma"],
-                 device=device, dtype=params["dtype"], max_memory_bytes=max_memory_bytes)
+                 device=device, dtype=params["dtype"], max_memory_bytes=max_memory_bytes,
+                 cuda_graph=cuda_graph)
     data.check_tree(solver.tree)
     solver.load_state_tensors(data.state, data.iteration)
     return solver

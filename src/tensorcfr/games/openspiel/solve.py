@@ -52,6 +52,8 @@ class SolveSettings:
             0: only at the end).
         device: torch device; dtype: float64, float32 or auto (None: auto, float64 up to
             5,000,000 nodes); threads: torch intra-op threads (None: the default, 1).
+        cuda_graph: on a CUDA device, replay each iteration as one captured CUDA graph
+            (see docs/engine_profile.md).
         max_memory: refuse games needing more (bytes, or a size such as ``"8G"``; None or
             ``"auto"``: the memory available when the settings are built); stored as bytes.
         save: checkpoint file (NPZ) written during the run and at the end;
@@ -71,6 +73,7 @@ class SolveSettings:
     gamma: Optional[float] = None
     eval_every: Optional[int] = None
     device: str = "cpu"
+    cuda_graph: bool = False
     dtype: Optional[str] = None
     threads: Optional[int] = None
     max_memory: int | str | None = "auto"
@@ -87,6 +90,8 @@ class SolveSettings:
 
         if self.iterations < 1:
             raise TensorCFRError(f"--iterations must be at least 1, got {self.iterations}")
+        if self.cuda_graph and not str(self.device).strip().lower().startswith("cuda"):
+            raise TensorCFRError(f"--cuda-graph needs a CUDA --device, not {self.device!r}")
         if self.eval_every is not None and self.eval_every < 0:
             raise TensorCFRError(f"--eval-every must be >= 0, got {self.eval_every}")
         if self.checkpoint_every is not None and self.checkpoint_every < 0:
@@ -218,11 +223,13 @@ def _build_solver(s: SolveSettings, loaded: Any, threads: int,
                         progress=lambda nodes, infosets: report(
                             SolveProgress("walk", nodes=nodes, infosets=infosets)))
     if s.resume is not None:
-        return load_checkpoint(s.resume, tree, device=s.device, max_memory_bytes=budget)
+        return load_checkpoint(s.resume, tree, device=s.device, max_memory_bytes=budget,
+                               cuda_graph=s.cuda_graph)
     return TensorCFRSolver(tree, algo=s.algo or "cfr",
                            alternating=True if s.alternating is None else s.alternating,
                            alpha=s.alpha, beta=s.beta, gamma=s.gamma, device=s.device,
-                           dtype=s.dtype or "auto", max_memory_bytes=budget, threads=threads)
+                           dtype=s.dtype or "auto", max_memory_bytes=budget, threads=threads,
+                           cuda_graph=s.cuda_graph)
 
 
 def _notes(s: SolveSettings, solver: Any, report: Callable[[SolveProgress], None]) -> None:
@@ -382,6 +389,7 @@ def solve(settings: SolveSettings, *,
         "peak_rss_mb": peak_rss_mb(),
         "threads": threads,
         "device": str(solver.device),
+        "cuda_graph": solver.cuda_graph,
         "dtype": str(solver.dtype).removeprefix("torch."),
         "num_nodes": solver.tree.num_nodes,
         "num_infosets": solver.tree.num_infosets,
