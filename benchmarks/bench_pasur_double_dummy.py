@@ -103,8 +103,8 @@ def bench_values(seeds: list[int]) -> list[dict[str, Any]]:
 
 
 def bench_pimc(seeds: list[int], seconds: float) -> list[dict[str, Any]]:
-    """(c) PIMC's determinizations a move from play 0: within ``seconds`` of wall time, the
-    CPU time of each, and a 64-draw move's wall and CPU time."""
+    """(c) PIMC's determinizations a move from play 0: within ``seconds`` of wall time, and
+    a 64-draw move's wall and CPU time."""
     from tensorcfr.games.pasur.engine import rules
     from tensorcfr.games.pasur.engine.observation import observe
     from tensorcfr.games.pasur.playing.pimc import PimcAgent
@@ -121,25 +121,31 @@ def bench_pimc(seeds: list[int], seconds: float) -> list[dict[str, Any]]:
         fixed.reset(seed)
         _, wall64, cpu64 = timed(lambda: fixed.estimates(obs))
         rows.append({"seed": seed, "draws_in_budget": draws, "budget_wall_s": wall,
-                     "budget_cpu_s": cpu, "cpu_ms_per_draw": 1e3 * cpu / draws,
-                     "draws_per_budget_on_one_core": int(seconds / (cpu / draws)),
-                     "k64_wall_s": wall64, "k64_cpu_s": cpu64})
+                     "budget_cpu_s": cpu, "k64_wall_s": wall64, "k64_cpu_s": cpu64})
+    return rows
+
+
+def _per_draw(rows: list[dict[str, Any]], seconds: float) -> list[dict[str, Any]]:
+    """CPU ms a draw (from the 64-draw move) and the draws that fit ``seconds`` of CPU."""
+    for r in rows:
+        r["cpu_ms_per_draw"] = 1e3 * r["k64_cpu_s"] / 64
+        r["draws_per_budget_on_one_core"] = int(seconds / (r["k64_cpu_s"] / 64))
     return rows
 
 
 def bench_compile() -> dict[str, float]:
     """(d) the kernel's first call: compiled with an empty numba cache (a fresh process),
     then loaded from that cache (another fresh process)."""
-    code = ("import time; t=time.perf_counter(); "
-            "from tensorcfr.games.pasur.solving.double_dummy import compile_kernels; "
-            "c=compile_kernels(); print(c, time.perf_counter()-t)")
+    code = ("import time; from tensorcfr.games.pasur.solving.double_dummy import "
+            "compile_kernels; c=time.process_time(); w=compile_kernels(); "
+            "print(w, time.process_time()-c)")
     out: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="numba_cache_") as cache:
         env = dict(os.environ, NUMBA_CACHE_DIR=cache)
-        for name in ("cold_compile_s", "cached_load_s"):
+        for name in ("cold_compile", "cached_load"):
             text = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                                   text=True, check=True, cwd=ROOT).stdout.split()
-            out[name] = float(text[0])
+            out[f"{name}_s"], out[f"{name}_cpu_s"] = float(text[0]), float(text[1])
     return out
 
 
@@ -160,10 +166,10 @@ def _markdown(info: dict[str, Any], plays: list[dict[str, Any]], values: list[di
         "jobs, CPU times are what one core gave; the ratio within this run is the comparison).",
         "",
         "Made by `benchmarks/bench_pasur_double_dummy.py`; every double-dummy answer equals the "
-        "exact solver's (asserted). Double-dummy: `solving/double_dummy.py` (MTD(f) zero-window "
-        "alpha-beta, transposition table over the merged state, move ordering, bounds from the "
-        "points still available; numba kernel). Exact: `solving/exact.py` (every merged state, "
-        "level by level).",
+        "exact solver's (asserted). Double-dummy: `solving/double_dummy.py` (alpha-beta in a "
+        "window around a guess, then zero-window MTD(f) steps; transposition table over the "
+        "merged state; move ordering; bounds from the points still available; numba kernel). "
+        "Exact: `solving/exact.py` (every merged state, level by level).",
         "",
         "## Medians (milliseconds)",
         "",
@@ -188,28 +194,33 @@ def _markdown(info: dict[str, Any], plays: list[dict[str, Any]], values: list[di
         "",
         f"## PIMC from play 0 ({len(pimc)} deals, budget {seconds} s a move)",
         "",
-        "| seed | draws in the budget (wall) | CPU ms a draw | draws a budget on one core | "
-        "64 draws: wall s | 64 draws: CPU s |",
+        "| seed | draws in the budget (wall) | 64 draws: wall s | 64 draws: CPU s | "
+        "CPU ms a draw | draws a budget on one core |",
         "|---:|---:|---:|---:|---:|---:|",
     ]
+    _per_draw(pimc, seconds)
     for r in pimc:
-        lines.append(f"| {r['seed']} | {r['draws_in_budget']} | {r['cpu_ms_per_draw']:.2f} | "
-                     f"{r['draws_per_budget_on_one_core']} | {r['k64_wall_s']:.3f} | "
-                     f"{r['k64_cpu_s']:.3f} |")
+        lines.append(f"| {r['seed']} | {r['draws_in_budget']} | {r['k64_wall_s']:.3f} | "
+                     f"{r['k64_cpu_s']:.3f} | {r['cpu_ms_per_draw']:.2f} | "
+                     f"{r['draws_per_budget_on_one_core']} |")
+    cpu_note = ""
+    if "cold_compile_cpu_s" in compile_s:
+        cpu_note = (f" ({compile_s['cold_compile_cpu_s']:.1f} s and "
+                    f"{compile_s['cached_load_cpu_s']:.2f} s of CPU)")
     lines += [
         "",
-        f"Median: {_med(pimc, 'draws_in_budget'):.0f} draws within {seconds} s of wall time on "
-        f"this loaded machine, {_med(pimc, 'draws_per_budget_on_one_core'):.0f} draws per "
-        f"{seconds} s of CPU (one unloaded core); a 64-draw move takes "
-        f"{_med(pimc, 'k64_cpu_s'):.3f} s of CPU (goal: >= 64 draws within 0.5 s). Before, with "
-        "the exact solver, about 2 draws a move fit 0.3 s (issue 29).",
+        f"Median: a 64-draw move takes {_med(pimc, 'k64_cpu_s'):.3f} s of CPU, so "
+        f"{_med(pimc, 'draws_per_budget_on_one_core'):.0f} draws fit {seconds} s of CPU (one "
+        f"unloaded core; goal: >= 64 draws within 0.5 s); on this loaded machine the wall "
+        f"clock allowed {_med(pimc, 'draws_in_budget'):.0f} draws within {seconds} s. Before, "
+        "with the exact solver, about 2 draws a move fit 0.3 s (issue 29).",
         "",
         "## First call",
         "",
         f"The kernel compiles on its first call in a fresh environment: "
         f"{compile_s['cold_compile_s']:.1f} s (empty numba cache); later processes load it from "
-        f"numba's cache in {compile_s['cached_load_s']:.2f} s (both include one short search). "
-        "Search times above exclude it.",
+        f"numba's cache in {compile_s['cached_load_s']:.2f} s{cpu_note}; both include one "
+        "short search and exclude importing the package. Search times above exclude them.",
     ]
     return "\n".join(lines) + "\n"
 
@@ -256,6 +267,7 @@ def main() -> None:
             "numba": numba.__version__, "date": machine["date"],
             "load": (load_start, os.getloadavg()[0]), "threads": 1}
     write_text_atomic(args.out, _markdown(info, plays, values, pimc, compile_s, args.seconds))
+    _per_draw(pimc, args.seconds)
     write_json_atomic(Path(args.out).with_suffix(".json"),
                       {"info": info, "plays": plays, "values": values, "pimc": pimc,
                        "compile": compile_s, "seconds": args.seconds})
