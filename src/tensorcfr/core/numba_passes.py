@@ -226,13 +226,12 @@ class NumbaPasses:
         slots: list[dict[int, tuple[np.ndarray, bool]]] = [{} for _ in range(n_players)]
         for p in range(n_players):
             for pl in flat.player_levels[p]:
-                slot = pl.slot.numpy()
-                if slot.shape[0] < 2**31 - 1:
-                    slot = slot.astype(np.int32)  # half the bytes read per edge
+                slot = pl.slot.numpy()  # the torch passes' own array (no copy)
                 if pl.child_index is None:
                     slots[p][pl.depth] = (slot, True)
                 else:
-                    full = np.full(sizes[pl.depth], -1, dtype=slot.dtype)
+                    full = np.full(sizes[pl.depth], -1,
+                                   dtype=np.int32 if sizes[pl.depth] < 2**31 - 1 else np.int64)
                     full[pl.child_index.numpy()] = slot
                     slots[p][pl.depth] = (full, False)
         gathered = flat.gathered_last
@@ -261,8 +260,6 @@ class NumbaPasses:
                           else empty, flat.has_chance, self.cf_buffer[:n])
                 child_index = _EMPTY_INDEX if pl.child_index is None else pl.child_index.numpy()
                 slot = pl.slot.numpy()
-                if slot.shape[0] < 2**31 - 1:
-                    slot = slot.astype(np.int32)
                 regret_steps[d] = (level_values(d - 1, p), level_values(d, p), child_index,
                                    pl.parent_index.numpy(), slot, cf, reach[p, o:o + n])
             steps = []
