@@ -203,3 +203,20 @@ def test_regret_baselines_agree_on_a_bucket_map_and_bad_name() -> None:
     assert all(torch.equal(a, b) for a, b in zip(*runs))
     with pytest.raises(TensorCFRError, match="regret baseline"):
         abstract_solver(game, embeddings, regret_baseline="own")
+
+
+def test_phi_entries_below_the_floor_are_dropped_so_float32_holds_no_subnormals() -> None:
+    """A softmax Phi holds entries down to 1e-45: subnormal in float32, where products with
+    them ran about 100x slower on the full game.  ``from_matrix`` drops entries below
+    ``PHI_FLOOR`` times the column's sum and renormalises; the rest of Phi is kept."""
+    from tensorcfr.abstraction.abstract_cfr import PHI_FLOOR
+
+    assert 3e-13 < PHI_FLOOR < 1e-11  # the entries below straddle it
+    phi = np.array([[1.0, 0.5, 1e-40], [1e-40, 0.5, 1.0], [3e-13, 1e-11, 0.0]])
+    emb = Embedding.from_matrix(phi).to(torch.float32, torch.device("cpu"))
+    dense = torch.zeros(3, 3).scatter_(0, emb.index, emb.weight)
+    tiny = torch.finfo(torch.float32).tiny
+    assert not bool(((dense != 0) & (dense.abs() < tiny)).any())
+    assert dense[1, 0] == 0 and dense[2, 0] == 0 and dense[0, 2] == 0  # below the floor
+    assert float(dense[2, 1]) == pytest.approx(1e-11, rel=1e-5)  # above it: kept
+    assert torch.allclose(dense.sum(0), torch.ones(3))
