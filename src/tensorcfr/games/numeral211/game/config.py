@@ -14,7 +14,7 @@ import itertools
 import math
 from dataclasses import asdict, dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
 
@@ -22,8 +22,15 @@ from tensorcfr.errors import TensorCFRError
 
 __all__ = [
     "RANK_CHARS", "SUIT_CHARS", "GameConfig", "GameConfigError", "card_to_str", "parse_card",
-    "parse_cards", "hand_cards", "hand_index_table", "cards_to_str",
+    "parse_cards", "hand_cards", "hand_index_table", "cards_to_str", "STORAGES", "Storage",
 ]
+
+Storage = Literal["classes", "cells"]
+"""How an exact solver stores its tables: one entry per suit-isomorphic class (default,
+``ClassStorageCFR``) or per (canonical board, hand) cell (``PublicTreeCFR`` on the cell game).
+The one vocabulary of ``--storage``, settings, solvers and checkpoints (checked where a run's
+settings are built, ``runs.run_common.check_storage``)."""
+STORAGES: tuple[Storage, ...] = get_args(Storage)
 
 RANK_CHARS = "23456789TA"
 """Ranks of the default deck, low to high (no J, Q, K)."""

@@ -14,10 +14,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, cast
 
 from tensorcfr.errors import TensorCFRError
-from tensorcfr.games.numeral211.game.config import GameConfig
+from tensorcfr.games.numeral211.game.config import STORAGES, GameConfig, Storage
 
 __all__ = ["ROUND_NAMES", "RunSettings", "RunProgress", "ProgressCallback", "DTYPES",
            "STORAGE_CHOICES", "check_dtype", "check_storage", "check_positive_minutes",
@@ -29,8 +29,9 @@ ROUND_NAMES = ("preflop", "flop", "turn")
 DTYPES = ("float32", "float64")
 """Float types a solve run takes, by name."""
 
-STORAGE_CHOICES = ("classes", "cells")
-"""Solver layouts: one entry per suit-isomorphic class (default) or per (board, hand) cell."""
+STORAGE_CHOICES = STORAGES
+"""Solver layouts (:data:`~..game.config.Storage`): one entry per suit-isomorphic class
+(default) or per (board, hand) cell."""
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,7 @@ class RunSettings:
     threads: Optional[int] = None
     sample_boards: Optional[int] = None
     seed: int = 0
-    storage: str = "classes"
+    storage: Storage = "classes"
 
     def __post_init__(self) -> None:
         sampling_of(self.sample_boards, self.seed)
@@ -126,12 +127,12 @@ def check_dtype(name: str) -> str:
     return clean
 
 
-def check_storage(name: str) -> str:
+def check_storage(name: str) -> Storage:
     """``name`` normalised (``"classes"`` or ``"cells"``); TensorCFRError otherwise."""
     clean = name.strip().lower()
     if clean not in STORAGE_CHOICES:
         raise TensorCFRError(f"--storage must be classes or cells, got {name!r}")
-    return clean
+    return cast(Storage, clean)
 
 
 def check_positive_minutes(minutes: float) -> None:

@@ -78,7 +78,8 @@ from tensorcfr.core.public_tree import (PublicExploitability, PublicTreeCFR,
 from tensorcfr.core.solver_loop import LoopState, every, run
 from tensorcfr.errors import CorruptFileError, TensorCFRError
 from tensorcfr.games.numeral211.game.class_game import Numeral211ClassGame
-from tensorcfr.games.numeral211.game.config import GameConfig, GameConfigError
+from tensorcfr.games.numeral211.game.config import (STORAGES, GameConfig, GameConfigError,
+                                                    Storage)
 from tensorcfr.games.numeral211.game.public_game import Numeral211PublicGame, prefix_histories
 from tensorcfr.utils.checks import check_finite, check_finite_result
 
@@ -93,10 +94,6 @@ __all__ = [
     "solver_storage",
 ]
 
-STORAGES = ("classes", "cells")
-"""How an exact solver stores its tables: one entry per suit-isomorphic class (default,
-:class:`ClassStorageCFR`) or per (canonical board, hand) cell (:class:`PublicTreeCFR` on the
-cell game)."""
 
 POLICY_FORMAT = "tensorcfr.numeral211.policy/1"
 CHECKPOINT_FORMAT = "tensorcfr.numeral211.checkpoint/1"
@@ -399,7 +396,7 @@ def solver_storage(solver: PublicTreeCFR) -> str:
 
 def make_solver(game: Numeral211PublicGame, algo: str = "cfr+", *,
                 max_memory_bytes: int | None = None, sampling: Any = None,
-                storage: str = "classes", **variant: float) -> PublicTreeCFR:
+                storage: Storage = "classes", **variant: float) -> PublicTreeCFR:
     """An exact solver on ``game`` (memory estimated first; MemoryLimitError when it exceeds
     ``max_memory_bytes``).  ``storage``: ``"classes"`` (default: :class:`ClassStorageCFR`,
     one entry per suit-isomorphic class, about 2.4x less work and memory on the turn) or
