@@ -288,7 +288,11 @@ def run_one(game: Any, builder: Builder, spec: dict[str, Any], algo: str,
         save_abstract_checkpoint)
     from tensorcfr.games.numeral211.solving.abstract_solve import abstract_solver
 
-    label = f"{spec['family']}: {spec['setting']}"
+    setting = spec["setting"]
+    own_rule = "uniform" if spec["family"] in ("soft", "embedding") else "reach"
+    if args.averaging and args.averaging != own_rule:  # the label says so: both can be compared
+        setting += f", {args.averaging} average"
+    label = f"{spec['family']}: {setting}"
     folder = Path(args.work) / PANEL_FOLDERS[algo]
     folder.mkdir(parents=True, exist_ok=True)
     result_path, ck_path = folder / f"{slug(label)}.json", folder / f"{slug(label)}.ck.npz"
@@ -316,7 +320,7 @@ def run_one(game: Any, builder: Builder, spec: dict[str, Any], algo: str,
         meta = load_abstract_checkpoint(ck_path, solver, game.config, fingerprint=fingerprint)
         curve = list(meta.get("curve", []))
     solving = curve[-1]["seconds"] if curve else 0.0
-    result = {"label": label, "family": spec["family"], "setting": spec["setting"],
+    result = {"label": label, "family": spec["family"], "setting": setting,
               "algo": algo, "averaging": rule, "regret_baseline": baseline,
               "iterations": args.iterations,
               "game": game.config.to_dict(), "threads": args.threads,
