@@ -100,7 +100,17 @@ def test_checkpoints_when_due_and_once_after_the_loop() -> None:
     assert saved == [3]
 
 
-def test_a_stop_signal_ends_the_run_after_the_iteration_with_its_checkpoint() -> None:
+@pytest.fixture
+def default_sigint():
+    """SIGINT at Python's default handler for the test (another test in the same worker,
+    e.g. a CLI run, may have left its own), restored after."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
+def test_a_stop_signal_ends_the_run_after_the_iteration_with_its_checkpoint(
+        default_sigint) -> None:
     solver = Counting(stop_at=3)
     saved: list[int] = []
     seen: list[int] = []
@@ -115,7 +125,7 @@ def test_a_stop_signal_ends_the_run_after_the_iteration_with_its_checkpoint() ->
             interrupt_message=lambda t, written: f"written={written} at {t}")
 
 
-def test_without_an_interrupt_message_signals_are_left_alone() -> None:
+def test_without_an_interrupt_message_signals_are_left_alone(default_sigint) -> None:
     with pytest.raises(KeyboardInterrupt):
         run(Counting(stop_at=2), 100)
 
