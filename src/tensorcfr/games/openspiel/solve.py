@@ -252,38 +252,36 @@ def _notes(s: SolveSettings, solver: Any, report: Callable[[SolveProgress], None
             "but without convergence guarantees")))
 
 
-class _Checkpoints:
-    """The checkpoints of a run with ``save``: due every ``checkpoint_every`` iterations, or
-    every :data:`CHECKPOINT_SECONDS` of solving (paused while evaluating)."""
+class _SyncedIterations:
+    """The loop's view of a solver: one iteration is ``evaluate_and_update_policy()``,
+    timed to its end on a CUDA device (kernels run asynchronously)."""
 
-    def __init__(self, s: SolveSettings, solver: Any, target: int) -> None:
-        self.s, self.solver, self.target = s, solver, target
-        self.last_time = time.perf_counter()
-        self.last_iteration = solver.iteration
-        self.written = 0
+    def __init__(self, solver: Any) -> None:
+        self.solver = solver
 
-    def maybe_write(self) -> None:
-        s, solver = self.s, self.solver
-        if s.save is None or s.checkpoint_every == 0 or solver.iteration >= self.target:
-            return
-        if s.checkpoint_every is not None:
-            due = solver.iteration - self.last_iteration >= s.checkpoint_every
-        else:
-            due = time.perf_counter() - self.last_time >= CHECKPOINT_SECONDS
-        if due:
-            solver.save(str(s.save))
-            self.written += 1
-            self.last_time, self.last_iteration = time.perf_counter(), solver.iteration
+    @property
+    def iteration(self) -> int:
+        return int(self.solver.iteration)
+
+    def iterate(self, num_iterations: int = 1) -> None:
+        import torch
+
+        for _ in range(num_iterations):
+            self.solver.evaluate_and_update_policy()
+            if self.solver.device.type == "cuda":  # pragma: no cover - no GPU here
+                torch.cuda.synchronize(self.solver.device)
 
 
 def _iterate(s: SolveSettings, solver: Any, report: Callable[[SolveProgress], None]
-             ) -> tuple[float, list[tuple[int, float]], Any, list[str]]:
-    """Run ``s.iterations`` iterations with the evaluations and checkpoints; returns the
-    seconds of solving (evaluations and checkpoints left out), the exploitability history,
-    the last evaluation (None if none succeeded) and the evaluation error, if any."""
-    import torch
-
+             ) -> tuple[float, list[tuple[int, float]], Any, list[str], bool]:
+    """Run ``s.iterations`` iterations on :func:`tensorcfr.core.solver_loop.run` with the
+    evaluations and the checkpoints of ``--save`` (every ``checkpoint_every`` iterations, or
+    every :data:`CHECKPOINT_SECONDS`, and once at the end); returns the seconds of solving
+    (evaluations and checkpoints left out), the exploitability history, the last evaluation
+    (None if none succeeded), the evaluation error, if any, and whether the checkpoint was
+    written at the end."""
     from tensorcfr.core.best_response import exploitability
+    from tensorcfr.core.solver_loop import LoopState, run
 
     start = solver.iteration
     target = start + s.iterations
@@ -291,43 +289,36 @@ def _iterate(s: SolveSettings, solver: Any, report: Callable[[SolveProgress], No
     points = eval_points(start, target, every)
     history: list[tuple[int, float]] = []
     errors: list[str] = []
-    last: Any = None
-    solve_seconds = 0.0
-    checkpoints = _Checkpoints(s, solver, target)
 
-    def evaluate() -> Any:
+    def evaluate(state: LoopState) -> Any:
         if errors:
             return None
         try:
-            return exploitability(solver.tree, solver.average_policy())
+            result = exploitability(solver.tree, solver.average_policy())
         except TensorCFRError as exc:  # e.g. imperfect recall: no exact best response
             errors.append(str(exc))
             return None
+        history.append((solver.iteration, float(result.exploitability)))
+        return result
 
+    def progress(state: LoopState) -> None:
+        report(SolveProgress("iteration", iteration=state.iteration,
+                             start_iteration=start, target=target))
+        if state.evaluated and state.value is not None:
+            report(SolveProgress("evaluated", iteration=state.iteration,
+                                 start_iteration=start, target=target,
+                                 exploitability=float(state.value.exploitability)))
+
+    saving = s.save is not None and s.checkpoint_every != 0
     report(SolveProgress("start", label=f"{solver.algo} {solver.game_string}",
                          start_iteration=start, target=target, iteration=start))
-    while solver.iteration < target:
-        step_end = min((p for p in points if p > solver.iteration), default=target)
-        started = time.perf_counter()
-        while solver.iteration < step_end:
-            solver.evaluate_and_update_policy()
-            if solver.device.type == "cuda":  # pragma: no cover - no GPU here
-                torch.cuda.synchronize(solver.device)
-            report(SolveProgress("iteration", iteration=solver.iteration,
-                                 start_iteration=start, target=target))
-            if s.save is not None:
-                solve_seconds += time.perf_counter() - started
-                checkpoints.maybe_write()
-                started = time.perf_counter()
-        solve_seconds += time.perf_counter() - started
-        if step_end in points:
-            last = evaluate()
-            if last is not None:
-                history.append((solver.iteration, float(last.exploitability)))
-                report(SolveProgress("evaluated", iteration=solver.iteration,
-                                     start_iteration=start, target=target,
-                                     exploitability=float(last.exploitability)))
-    return solve_seconds, history, last, errors
+    state = run(_SyncedIterations(solver), target, evaluate=evaluate,
+                eval_at=points.__contains__,
+                checkpoint=(lambda state: solver.save(str(s.save))) if saving else None,
+                checkpoint_seconds=(CHECKPOINT_SECONDS if s.checkpoint_every is None
+                                    else float("inf")),
+                checkpoint_iterations=s.checkpoint_every, on_progress=progress)
+    return state.solving_seconds, history, state.value, errors, saving
 
 
 def solve(settings: SolveSettings, *,
@@ -361,9 +352,9 @@ def solve(settings: SolveSettings, *,
     report(SolveProgress("ready", game=str(loaded)))
     start_iteration = solver.iteration
     _notes(s, solver, report)
-    solve_seconds, history, last, errors = _iterate(s, solver, report)
+    solve_seconds, history, last, errors, saved = _iterate(s, solver, report)
 
-    if s.save is not None:
+    if s.save is not None and not saved:
         solver.save(str(s.save))
     exploitability = None if last is None else float(last.exploitability)
     nash_conv = None if last is None else float(last.nash_conv)
