@@ -42,8 +42,9 @@ MAX_RECORDS = 100_000
 def hidden_hands(alex: str, bob: str) -> bool:
     """True when the names ask for hidden-hand agents (a name that only they have); one-line
     errors for an unknown name and for an open-hands player facing a hidden-hand agent."""
-    from tensorcfr.games.pasur.agents import AGENT_NAMES, PLAYER_NAMES
+    from tensorcfr.games.pasur.agents import PLAYER_NAMES, agent_names
 
+    AGENT_NAMES = agent_names()  # those registered now, later registrations included
     for side, name in (("--alex", alex), ("--bob", bob)):
         if name not in PLAYER_NAMES and name not in AGENT_NAMES:
             names = list(PLAYER_NAMES) + [n for n in AGENT_NAMES if n not in PLAYER_NAMES]
