@@ -293,11 +293,16 @@ def apply_action(state: GameState, action: Action) -> GameState:
     return apply_legal_action(state, action)
 
 
-def apply_legal_action(state: GameState, action: Action) -> GameState:
+def apply_legal_action(state: GameState, action: Action, *,
+                       plays_per_round: int = PLAYS_PER_ROUND, num_rounds: int = NUM_ROUNDS,
+                       deal_next_round: bool = True) -> GameState:
     """:func:`apply_action` without the legality check, for callers that took ``action``
     from :func:`legal_actions` of ``state`` (search roll-outs); an illegal action gives a
-    wrong state, not an error."""
-    p = state.player
+    wrong state, not an error.  ``plays_per_round`` / ``num_rounds``: a smaller Pasur's
+    lengths (the OpenSpiel game's deck and deal parameters); ``deal_next_round=False``
+    leaves the next round's hands empty (there, chance nodes deal them)."""
+    num_plays = plays_per_round * num_rounds
+    p = state.play_index % 2
     card, captured = action.card, tuple(sorted(action.captured))
     hands = list(state.hands)
     hands[p] = tuple(c for c in hands[p] if c != card)
@@ -308,14 +313,15 @@ def apply_legal_action(state: GameState, action: Action) -> GameState:
         pool = tuple(c for c in state.pool if c not in captured)
         piles[p] = tuple(sorted(piles[p] + (card,) + captured))
         last_capturer = p
-        if not pool and not is_jack(card) and state.round < NUM_ROUNDS - 1:
+        if (not pool and not is_jack(card)
+                and state.play_index // plays_per_round < num_rounds - 1):
             surs[p] += 1
     else:
         pool = tuple(sorted(state.pool + (card,)))
     play_index = state.play_index + 1
-    if play_index % PLAYS_PER_ROUND == 0 and play_index < NUM_PLAYS:
-        hands = list(round_hands(state.deal, play_index // PLAYS_PER_ROUND))
-    if play_index == NUM_PLAYS and pool and last_capturer is not None:
+    if deal_next_round and play_index % plays_per_round == 0 and play_index < num_plays:
+        hands = list(round_hands(state.deal, play_index // plays_per_round))
+    if play_index == num_plays and pool and last_capturer is not None:
         piles[last_capturer] = tuple(sorted(piles[last_capturer] + pool))
         pool = ()
     return GameState(deal=state.deal, play_index=play_index, hands=(hands[0], hands[1]),

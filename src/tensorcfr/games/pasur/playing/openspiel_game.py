@@ -352,30 +352,8 @@ def _apply_play_variant(config: PasurConfig, state: rules.GameState, play: rules
     """:func:`rules.apply_legal_action` with ``config``'s round length and game length
     (tested equal to it under the real game's config). The next round's hands are left
     empty: its chance nodes deal them."""
-    p = state.play_index % 2
-    card, captured = play.card, tuple(sorted(play.captured))
-    hands = list(state.hands)
-    hands[p] = tuple(c for c in hands[p] if c != card)
-    piles = list(state.piles)
-    surs = list(state.surs)
-    last_capturer = state.last_capturer
-    if captured:
-        pool = tuple(c for c in state.pool if c not in captured)
-        piles[p] = tuple(sorted(piles[p] + (card,) + captured))
-        last_capturer = p
-        if (not pool and not is_jack(card)
-                and state.play_index // config.plays_per_round < config.rounds - 1):
-            surs[p] += 1
-    else:
-        pool = tuple(sorted(state.pool + (card,)))
-    play_index = state.play_index + 1
-    if play_index == config.num_plays and pool and last_capturer is not None:
-        piles[last_capturer] = tuple(sorted(piles[last_capturer] + pool))
-        pool = ()
-    return rules.GameState(deal=state.deal, play_index=play_index, hands=(hands[0], hands[1]),
-                           pool=pool, piles=(piles[0], piles[1]), surs=(surs[0], surs[1]),
-                           last_capturer=last_capturer,
-                           history=state.history + (rules.Action(card, captured),))
+    return rules.apply_legal_action(state, play, plays_per_round=config.plays_per_round,
+                                    num_rounds=config.rounds, deal_next_round=False)
 
 
 def _mover(config: PasurConfig, state: rules.GameState) -> int:
