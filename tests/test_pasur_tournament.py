@@ -227,6 +227,18 @@ def test_cli_end_to_end_on_ray(reference, deck_file, tmp_path):
     assert (out / "cross_table.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_local_processes_give_the_in_process_tables(reference, deck_file, tmp_path):
+    """--processes (local workers, no Ray): the same games and summary as in-process."""
+    out = tmp_path / "processes"
+    settings = TournamentSettings(agents=AGENTS, out=out, decks=deck_file, deck_range=(0, 2),
+                                  processes=2)
+    result = run_tournament(settings)
+    assert result.run["mode"] == "processes" and result.run["workers"] == 2
+    assert result.computed == 9 and result.failed == 0
+    assert _table(out / "games.parquet") == _table(reference[0] / "games.parquet")
+    assert _table(out / "summary.parquet") == _table(reference[0] / "summary.parquet")
+
+
 def _start_cli(deck_file, out):
     env = dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""))
     return subprocess.Popen(
@@ -297,6 +309,8 @@ def test_a_signal_stops_cleanly(deck_file, tmp_path, signum):
     (["--agents", "random,exact", "--deals", "1", "--in-process", "--address", "x:1"],
      "leave out --address"),
     (["--agents", "random,exact", "--deals", "1", "--range", "0-1"], "--decks FILE"),
+    (["--agents", "random,exact", "--deals", "1", "--processes", "2", "--in-process"],
+     "leave out --in-process"),
     (["--agents", "random,exact", "--deals", "1", "--address", "127.0.0.1:1"],
      "no Ray cluster answers"),
 ])

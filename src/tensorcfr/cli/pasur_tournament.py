@@ -38,6 +38,9 @@ def tournament_command(
                             "summary.parquet, cross_table.png); rerun to resume."),
     workers: int = typer.Option(1, "--workers", min=1, max=1024,
                                 help="Ray workers of a local instance."),
+    processes: int = typer.Option(0, "--processes", min=0, max=1024,
+                                  help="P > 0: play on P local worker processes, without Ray "
+                                  "(where Ray is missing or cannot start)."),
     in_process: bool = typer.Option(False, "--in-process", help="Play in this process, one "
                                     "job at a time, without Ray."),
     address: Optional[str] = typer.Option(None, "--address", help="An existing Ray cluster "
@@ -78,7 +81,8 @@ def tournament_command(
             agents=tuple(agents.split(",")), out=Path(out),
             deals=deals, seed=seed, decks=Path(decks) if decks is not None else None,
             deck_range=parse_deck_range(deck_range, "--range") if deck_range else None,
-            workers=workers, in_process=in_process, address=address, threads=n_threads,
+            workers=workers, processes=processes, in_process=in_process, address=address,
+            threads=n_threads,
             agent_options=AgentOptions(
                 determinizations=determinizations, seconds_per_move=seconds_per_move,
                 simulations=simulations, model=Path(model) if model is not None else None,

@@ -55,6 +55,7 @@ from tensorcfr.games.pasur.playing.match import play_game
 from tensorcfr.games.pasur.playing.agent import HiddenAgent
 from tensorcfr.utils.checks import MAX_SEED, check_int_range
 from tensorcfr.utils.interrupts import deferred_stop
+from tensorcfr.utils.process_pool import run_on_processes
 from tensorcfr.utils.journal import (append_journal, check_run_identity, folder_lock,
                                      read_journal, repair_journal)
 from tensorcfr.utils.reading import has_keys
@@ -109,6 +110,9 @@ class TournamentSettings:
         decks: a deck file (CSV, one deal per line, as ``pasur batch``) instead of seeds.
         deck_range: rows ``(first, last)`` of ``decks``, inclusive (needed with ``decks``).
         workers: Ray workers of a local instance (at least 1).
+        processes: P > 0 plays on P local worker processes without Ray (a machine where Ray
+            is missing or cannot start); 0 (default) uses Ray, or this process with
+            ``in_process``.
         in_process: play every job in this process, one by one, without Ray (tests, small
             runs, debugging); ``workers`` is then unused.
         address: an existing Ray cluster (host:port) instead of a local instance.
@@ -124,6 +128,7 @@ class TournamentSettings:
     decks: Path | None = None
     deck_range: tuple[int, int] | None = None
     workers: int = 1
+    processes: int = 0
     in_process: bool = False
     address: str | None = None
     agent_options: AgentOptions = field(default_factory=AgentOptions)
@@ -167,7 +172,14 @@ class TournamentSettings:
         if self.workers < 1:
             raise TensorCFRError(f"--workers must be at least 1, got {self.workers} (use "
                                  "--in-process to play without Ray)")
-        if self.in_process:
+        if self.processes:
+            cpus = os.cpu_count() or 1
+            check_int_range(self.processes, "--processes", 0, cpus,
+                            why=f"this machine has {cpus} CPU(s)")
+            if self.in_process or self.address is not None:
+                raise TensorCFRError("--processes plays on local processes without Ray: leave "
+                                     "out --in-process and --address")
+        elif self.in_process:
             pass  # no Ray workers
         elif self.address is None:
             cpus = os.cpu_count() or 1
@@ -762,8 +774,12 @@ def _run_locked(settings: TournamentSettings, deals: _Deals, out: Path, started:
                 finish(row)
 
             jobs = ((job, (_job_spec(settings, deals, job), settings.threads)) for job in todo)
-            run_info = run_on_ray(_run_job, jobs, collect, workers=settings.workers,
-                                  address=settings.address)
+            if settings.processes:
+                run_info = run_on_processes(_run_job, jobs, collect,
+                                            workers=settings.processes)
+            else:
+                run_info = run_on_ray(_run_job, jobs, collect, workers=settings.workers,
+                                      address=settings.address)
     except KeyboardInterrupt:  # finished jobs are in the journal; bring the tables up to date
         _write_tables(settings, deals)
         raise
@@ -773,6 +789,6 @@ def _run_locked(settings: TournamentSettings, deals: _Deals, out: Path, started:
                             jobs=total, skipped=skipped, computed=len(todo),
                             failed=state["failed"], seconds=time.perf_counter() - started,
                             run=run_info | {"workers": 0 if settings.in_process
-                                            else settings.workers,
+                                            else settings.processes or settings.workers,
                                             "threads": settings.threads},
                             repaired_bytes=repaired)
