@@ -449,7 +449,7 @@ def run_dcfr(settings: DcfrSettings, *,
         solve_dcfr,
     )
     from tensorcfr.utils.device import resolve_device
-    from tensorcfr.utils.resources import peak_rss_mb, set_threads
+    from tensorcfr.utils.resources import set_threads
 
     s = settings
     started = time.perf_counter()
@@ -491,7 +491,22 @@ def run_dcfr(settings: DcfrSettings, *,
     quality = exploitability(graphs, solution.strategies)
     exact_value = minimax_value(graphs)
     quality_seconds = time.perf_counter() - t0
-    result: dict[str, Any] = {
+    result = run_result(s, str(torch_device), used_threads, graphs, solution, quality,
+                        exact_value, build_seconds=build_seconds, solve_seconds=solve_seconds,
+                        quality_seconds=quality_seconds)
+    finish_run(s, graphs, solution, result, started)
+    return result
+
+
+def run_result(s: DcfrSettings, device: str, threads: int, graphs: Sequence[RoundGraph],
+               solution: Any, quality: Any, exact_value: float, *, build_seconds: float,
+               solve_seconds: float, quality_seconds: float) -> dict[str, Any]:
+    """The JSON-ready result of one solved deal (see :func:`run_dcfr`), before the run
+    folder's and the wall time's keys: ``solution`` is its
+    :class:`~.round_cfr.DCFRSolution`, ``quality`` its
+    :class:`~.round_cfr.ExploitabilityReport`, ``exact_value`` its game value (points)."""
+    cfr_variant = s.cfr_variant
+    return {
         "deal": list(s.deal),
         "seed": s.seed,
         "method": "dcfr",
@@ -501,28 +516,36 @@ def run_dcfr(settings: DcfrSettings, *,
         "beta": cfr_variant.beta,
         "gamma": cfr_variant.gamma,
         "iterations": s.iterations,
-        "threads": used_threads,
-        "device": str(torch_device),
+        "threads": threads,
+        "device": device,
         "value": solution.value,
         "exact_value": exact_value,
         "value_gap": solution.value - exact_value,
         "exploitability": quality.exploitability,
         "best_response_to_alex": quality.best_response_to_alex,
         "best_response_to_bob": quality.best_response_to_bob,
-        "nodes_per_round": nodes_per_round,
-        "edges_per_round": edges_per_round,
+        "nodes_per_round": [int(g.total_nodes) for g in graphs],
+        "edges_per_round": [int(g.total_edges) for g in graphs],
         "round_seconds": [r.seconds for r in solution.rounds],
         "resumed_rounds": [r + 1 for r in sorted(solution.resumed_rounds)],
         "build_seconds": build_seconds,
         "solve_seconds": solve_seconds,
         "quality_seconds": quality_seconds,
     }
+
+
+def finish_run(s: DcfrSettings, graphs: Sequence[RoundGraph], solution: Any,
+               result: dict[str, Any], started: float) -> None:
+    """With ``s.out``, write the run folder (adds its keys to ``result``); in any case add
+    ``seconds`` (wall time since ``started``, a ``time.perf_counter()``) and
+    ``peak_rss_mb``."""
+    from tensorcfr.utils.resources import peak_rss_mb
+
     if s.out is not None:
         _write_run_folder(s, graphs, solution, result, started)
     else:
         result["seconds"] = time.perf_counter() - started
         result["peak_rss_mb"] = peak_rss_mb()
-    return result
 
 
 # --------------------------------------------------------------------------- a saved run

@@ -72,8 +72,10 @@ __all__ = [
     "keep_freed_memory",
     "leaf_values",
     "level_player",
+    "minimax_root_values",
     "minimax_value",
     "node_values",
+    "profile_root_values",
     "reach_probabilities",
     "solve_dcfr",
     "solve_round",
@@ -611,6 +613,24 @@ def best_response_value(graphs: Sequence[RoundGraph], strategies: Sequence[Seque
     player's strategy in ``strategies`` (Alex maximizes, Bob minimizes Alex-minus-Bob)."""
     rules = (_MAX, _FOLLOW) if responder == ALEX else (_FOLLOW, _MIN)
     return float(_backward_game(graphs, strategies, rules)[0][0][0])
+
+
+def profile_root_values(graphs: Sequence[RoundGraph], strategies: Sequence[Sequence[Tensor]],
+                        responder: int | None = None) -> Tensor:
+    """Values [N_0] of every root of the first round (points, Alex minus Bob): both players
+    follow ``strategies`` (``responder`` None), or ``responder`` (:data:`ALEX` / :data:`BOB`)
+    best-responds to the other's. With the merged graphs of many deals
+    (:mod:`~tensorcfr.games.pasur.solving.batched`) each deal's root gets its own value."""
+    if responder is None:
+        rules = (_FOLLOW, _FOLLOW)
+    else:
+        rules = (_MAX, _FOLLOW) if responder == ALEX else (_FOLLOW, _MIN)
+    return _backward_game(graphs, strategies, rules)[0][0]
+
+
+def minimax_root_values(graphs: Sequence[RoundGraph]) -> Tensor:
+    """The exact game value [N_0] of every root of the first round (backward induction)."""
+    return _backward_game(graphs, None, (_MAX, _MIN))[0][0]
 
 
 @dataclass(frozen=True)
