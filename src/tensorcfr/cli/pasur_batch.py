@@ -47,10 +47,21 @@ def batch_command(
     threads: Optional[int] = typer.Option(None, "--threads", min=1, max=MAX_THREADS,
                                           help="Threads per worker "
                                           "(default 1)."),
+    batch_size: int = typer.Option(1, "--batch-size", min=1, max=4096,
+                                   help="dcfr: solve this many decks' DCFR as one problem "
+                                   "(their graphs merged; same results as one at a time), "
+                                   "e.g. 64 on a GPU."),
+    device: str = typer.Option("cpu", "--device", help="dcfr: torch device of the DCFR "
+                               "solves (cpu, cuda, ...; not cpu needs --workers 0)."),
+    max_memory: Optional[str] = typer.Option(None, "--max-memory", help="dcfr: memory a "
+                                             "DCFR solve (a whole --batch-size batch) may "
+                                             "use, e.g. 8G (default: what the device has "
+                                             "free)."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object instead of text."),
 ) -> None:
     """Solve and self-play many decks (one Parquet row each) on Ray; resumable."""
     from tensorcfr.games.pasur.batch import BatchOptions, parse_deck_range, run_batch
+    from tensorcfr.games.pasur.solving.dcfr_run import memory_limit
     from tensorcfr.utils.resources import set_threads
 
     try:
@@ -58,7 +69,9 @@ def batch_command(
         n_threads = set_threads(threads)
         options = BatchOptions(method=method, games=games, iterations=iterations,
                                sample_seed=sample_seed, train_games=train_games,
-                               model_rounds=model_rounds, threads=n_threads)
+                               model_rounds=model_rounds, threads=n_threads,
+                               batch_size=batch_size, device=device.strip(),
+                               max_memory=memory_limit(max_memory))
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, \
             TimeElapsedColumn, TimeRemainingColumn
 

@@ -14,6 +14,13 @@ A batch folder ``DIR`` holds:
   manifest, usable with ``pasur selfplay --table`` and ``pasur train``), and
   ``models/deck_<i>/``: its per-deck policy model (the paper's per-deck XGBoost model).
 
+With ``--method dcfr --batch-size K`` the DCFR solves of ``K`` decks at a time are one problem
+(:mod:`~tensorcfr.games.pasur.solving.batched`: the disjoint union of their graphs, one solver,
+one exact evaluation, on ``--device``); every deck's run folder and row are those of its solve
+alone (timings aside: ``dcfr_seconds`` is then the batch's time divided by its decks, and
+``dcfr_batch_size`` says K). Batch size, device and memory limit are not part of the batch's
+identity: a rerun may change them.
+
 Columns (see ``docs/pasur_selfplay.md``): ``deck`` (row index in the deck file), ``status``
 (``ok`` / ``error``), ``error``, ``deal``, ``alex_jacks``, ``alex_clubs`` (of the 24 cards
 Alex is dealt), ``exact_value``, ``states``, ``exact_seconds``, per matchup
@@ -33,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-from tensorcfr.errors import CorruptFileError, TensorCFRError
+from tensorcfr.errors import CorruptFileError, MemoryLimitError, TensorCFRError
 from tensorcfr.utils.checks import MAX_SEED, check_int_range
 from tensorcfr.utils.journal import (append_journal, check_run_identity, folder_lock,
                                      read_journal, repair_journal)
@@ -48,6 +55,7 @@ __all__ = [
     "read_decks",
     "run_batch",
     "solve_deck",
+    "solve_decks",
 ]
 
 BATCH_FORMAT = "tensorcfr-pasur-batch-1"
@@ -65,6 +73,8 @@ MAX_DECK_FILE_BYTES = 64 * 2**20
 unread."""
 MAX_ITERATIONS = 1_000_000
 MAX_MODEL_ROUNDS = 100_000
+MAX_BATCH_SIZE = 4096
+"""Most decks solved as one DCFR problem (``--batch-size``)."""
 
 
 @dataclass(frozen=True)
@@ -81,6 +91,10 @@ class BatchOptions:
             (0: no model).
         model_rounds: ``dcfr``: most boosting rounds of the per-deck model.
         threads: torch / XGBoost threads per worker.
+        batch_size: ``dcfr``: decks whose DCFR solves run as one problem (1: one at a time).
+        device: ``dcfr``: torch device of the DCFR solves (``cpu``, ``cuda``...).
+        max_memory: ``dcfr``: bytes a DCFR solve (a whole batch) may use (None: what the
+            device has free).
     """
 
     method: str = "exact"
@@ -90,11 +104,20 @@ class BatchOptions:
     train_games: int = 1000
     model_rounds: int = 300
     threads: int = 1
+    batch_size: int = 1
+    device: str = "cpu"
+    max_memory: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
+        """The options that decide a deck's results (the batch's identity)."""
         return {"method": self.method, "games": self.games, "iterations": self.iterations,
                 "sample_seed": self.sample_seed, "train_games": self.train_games,
                 "model_rounds": self.model_rounds}
+
+    def worker_dict(self) -> dict[str, Any]:
+        """Every field, JSON-ready (what a Ray worker is handed)."""
+        return self.as_dict() | {"threads": self.threads, "batch_size": self.batch_size,
+                                 "device": self.device, "max_memory": self.max_memory}
 
 
 # --------------------------------------------------------------------------- deck files
@@ -188,23 +211,28 @@ def _matchup(row: dict[str, Any], deal: tuple[int, ...], alex: Any, bob: Any, ga
             else float(value)
 
 
-def _dcfr_run(deal: tuple[int, ...], iterations: int, out: Path, threads: int
-              ) -> dict[str, Any]:
-    """Solve ``deal`` by round-by-round DCFR (dag mode) and write its run folder
-    (:mod:`.solving.dcfr_run`, no per-round checkpoints), which ``pasur selfplay --table``,
+def _run_folder(out_dir: str, deck: int) -> Path:
+    return Path(out_dir) / "runs" / f"deck_{deck:05d}"
+
+
+def _dcfr_settings(deal: Sequence[int], options: BatchOptions, out: Path) -> Any:
+    """The :class:`~.solving.dcfr_run.DcfrSettings` of a deck's DCFR solve (dag mode, its run
+    folder ``out`` without per-round checkpoints), which ``pasur selfplay --table``,
     ``pasur train`` and ``pasur exploitability`` read."""
-    from tensorcfr.games.pasur.solving.dcfr_run import DcfrSettings, run_dcfr
+    from tensorcfr.games.pasur.solving.dcfr_run import DcfrSettings
 
-    return run_dcfr(DcfrSettings(deal=deal, mode="dag", iterations=iterations, out=out,
-                                 checkpoint=False, threads=threads,
-                                 command=("tensorcfr pasur batch",),
-                                 reuse_freed_memory=False))
+    return DcfrSettings(deal=deal, mode="dag", iterations=options.iterations, out=out,
+                        checkpoint=False, threads=options.threads, device=options.device,
+                        max_memory=options.max_memory, command=("tensorcfr pasur batch",),
+                        reuse_freed_memory=False)
 
 
-def solve_deck(deck: int, deal: Sequence[int], options: BatchOptions, out_dir: str | None
-               ) -> dict[str, Any]:
+def solve_deck(deck: int, deal: Sequence[int], options: BatchOptions, out_dir: str | None,
+               dcfr: dict[str, Any] | None = None) -> dict[str, Any]:
     """Everything the batch computes for one deck, as one flat JSON-ready row.
 
+    ``dcfr``: with ``--method dcfr``, the deck's DCFR result when it was already solved (in
+    a batch, :func:`solve_decks`; its run folder written), else the deck is solved here.
     Never raises for a problem of the deck itself: the row then has ``status = "error"``
     and the one-line ``error``.
     """
@@ -242,8 +270,13 @@ def solve_deck(deck: int, deal: Sequence[int], options: BatchOptions, out_dir: s
         if options.method == "dcfr":
             if out_dir is None:
                 raise TensorCFRError("the dcfr method needs an output folder")
-            run = Path(out_dir) / "runs" / f"deck_{deck:05d}"
-            dcfr = _dcfr_run(deal, options.iterations, run, options.threads)
+            run = _run_folder(out_dir, deck)
+            if dcfr is None:
+                from tensorcfr.games.pasur.solving.dcfr_run import run_dcfr
+
+                dcfr = run_dcfr(_dcfr_settings(deal, options, run))
+            else:
+                row["dcfr_batch_size"] = int(dcfr["batch_size"])
             row["dcfr_value"] = float(dcfr["value"])
             row["dcfr_exploitability"] = float(dcfr["exploitability"])
             row["dcfr_seconds"] = float(dcfr["seconds"])
@@ -276,6 +309,63 @@ def solve_deck(deck: int, deal: Sequence[int], options: BatchOptions, out_dir: s
         row.update(status="error", error=f"{type(exc).__name__}: {exc}".splitlines()[0])
     row["seconds"] = time.perf_counter() - started
     return row
+
+
+def solve_decks(decks: Sequence[tuple[int, Sequence[int]]], options: BatchOptions,
+                out_dir: str | None) -> list[dict[str, Any]]:
+    """The rows of ``decks`` (``(deck, deal)`` pairs), in order: with ``--method dcfr`` and
+    ``batch_size`` above 1 their DCFR solves are one problem
+    (:func:`~.solving.batched.run_dcfr_batch`), the rest of each row as :func:`solve_deck`;
+    otherwise :func:`solve_deck` deck by deck.
+
+    A deck whose deal is invalid, or a batched solve that fails, gives error rows;
+    :class:`MemoryLimitError` (the batch does not fit: a smaller ``--batch-size`` would) is
+    raised, no row written.
+    """
+    if options.method != "dcfr" or options.batch_size <= 1 or out_dir is None:
+        return [solve_deck(deck, deal, options, out_dir) for deck, deal in decks]
+    from tensorcfr.games.pasur.engine.rules import validate_deal
+    from tensorcfr.games.pasur.solving.batched import run_dcfr_batch
+
+    rows: dict[int, dict[str, Any]] = {}
+    valid: list[tuple[int, tuple[int, ...]]] = []
+    for deck, deal in decks:
+        try:
+            valid.append((deck, validate_deal(deal)))
+        except TensorCFRError:
+            rows[deck] = solve_deck(deck, deal, options, out_dir)  # its error row
+    if not valid:
+        return [rows[deck] for deck, _ in decks]
+    started = time.perf_counter()
+    results: list[dict[str, Any]] | None = None
+    failure = None
+    try:
+        import torch
+
+        torch.set_num_threads(options.threads)
+        results = run_dcfr_batch([_dcfr_settings(deal, options, _run_folder(out_dir, deck))
+                                  for deck, deal in valid])
+    except MemoryLimitError:
+        raise
+    except TensorCFRError as exc:
+        failure = str(exc)
+    except Exception as exc:  # noqa: BLE001 - one failing batch must not stop the run
+        failure = f"{type(exc).__name__}: {exc}".splitlines()[0]
+    share = (time.perf_counter() - started) / max(1, len(valid))
+    for k, (deck, deal) in enumerate(valid):
+        if results is None:
+            rows[deck] = {"deck": int(deck), "status": "error", "deal": list(deal),
+                          "error": f"the batched DCFR solve failed: {failure}", "seconds": share}
+            continue
+        rows[deck] = row = solve_deck(deck, deal, options, out_dir,
+                                      dcfr={**results[k], "seconds": share})
+        row["seconds"] += share
+    return [rows[deck] for deck, _ in decks]
+
+
+def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
+    for lo in range(0, len(items), max(1, size)):
+        yield items[lo:lo + size]
 
 
 # --------------------------------------------------------------------------- journal
@@ -347,9 +437,14 @@ def _check_identity(out: Path, identity: dict[str, Any]) -> None:
 # --------------------------------------------------------------------------- Ray
 
 
-def _ray_solve(deck: int, deal: list[int], options: dict[str, Any], out_dir: str | None
-               ) -> dict[str, Any]:
-    return solve_deck(deck, deal, BatchOptions(**options), out_dir)
+def _ray_solve(decks: list[tuple[int, list[int]]], options: dict[str, Any],
+               out_dir: str | None) -> list[dict[str, Any]]:
+    """:func:`solve_decks` on a Ray worker; a batch that does not fit gives error rows."""
+    try:
+        return solve_decks(decks, BatchOptions(**options), out_dir)
+    except MemoryLimitError as exc:
+        return [{"deck": int(deck), "status": "error", "error": str(exc),
+                 "deal": [int(c) for c in deal]} for deck, deal in decks]
 
 
 def _check_options(options: BatchOptions, first: int, workers: int,
@@ -364,6 +459,19 @@ def _check_options(options: BatchOptions, first: int, workers: int,
     check_int_range(options.train_games, "--train-games", 0, MAX_GAMES)
     check_int_range(options.iterations, "--iterations", 1, MAX_ITERATIONS)
     check_int_range(options.model_rounds, "--model-rounds", 1, MAX_MODEL_ROUNDS)
+    check_int_range(options.batch_size, "--batch-size", 1, MAX_BATCH_SIZE)
+    from tensorcfr.utils.device import resolve_device
+
+    on_cpu = resolve_device(options.device, "--device").type == "cpu"
+    if options.method != "dcfr":
+        if options.batch_size > 1:
+            raise TensorCFRError("--batch-size batches the DCFR solves: it needs --method dcfr")
+        if not on_cpu:
+            raise TensorCFRError("--device is where the DCFR solves run: it needs --method "
+                                 "dcfr (the exact method runs on the CPU)")
+    if not on_cpu and (workers > 0 or address is not None):
+        raise TensorCFRError(f"--device {options.device}: one process drives the device; use "
+                             "--workers 0 (and a larger --batch-size to fill it)")
     check_int_range(options.sample_seed, "--sample-seed", 0, MAX_SEED - MAX_DECKS - first - 16)
     if address is None:
         cpus = os.cpu_count() or 1
@@ -481,9 +589,14 @@ def _run_locked(source: str, decks: list[tuple[int, tuple[int, ...] | None]], di
     ray_info: dict[str, Any] = {"mode": "in-process"}
     if workers == 0 and address is None:
         with deferred_stop() as stop:
-            for i, maybe_deal in todo:
-                deal = _deal(i, maybe_deal)
-                finish(solve_deck(i, deal, options, out_text))
+            for chunk in _chunks(todo, options.batch_size):
+                try:
+                    rows = solve_decks([(i, _deal(i, d)) for i, d in chunk], options, out_text)
+                except MemoryLimitError:
+                    write_table(out_dir)  # the decks finished so far stay in the table
+                    raise
+                for row in rows:
+                    finish(row)
                 if stop.requested:
                     raise stopped(stop)
     elif todo:
@@ -507,19 +620,23 @@ def _run_on_ray(todo: list[tuple[int, tuple[int, ...] | None]], options: BatchOp
                 stopped: Callable[[Any], Exception]) -> dict[str, Any]:
     """The decks of ``todo`` on Ray workers (a local instance or ``address``); each finished
     row goes to ``finish`` (a worker that died gives an error row)."""
-    opts = options.as_dict() | {"threads": options.threads}
+    opts = options.worker_dict()
     deals: dict[int, tuple[int, ...]] = {}
 
-    def jobs() -> Iterator[tuple[int, tuple[Any, ...]]]:
-        for i, maybe_deal in todo:  # `seeds` deals are drawn as they are queued
-            deal = deals[i] = _deal(i, maybe_deal)
-            yield i, (i, list(deal), opts, out_text)
+    def jobs() -> Iterator[tuple[tuple[int, ...], tuple[Any, ...]]]:
+        for chunk in _chunks(todo, options.batch_size):  # `seeds` deals drawn as queued
+            batch = []
+            for i, maybe_deal in chunk:
+                deal = deals[i] = _deal(i, maybe_deal)
+                batch.append((i, list(deal)))
+            yield tuple(i for i, _ in batch), (batch, opts, out_text)
 
-    def collect(deck: Any, row: dict[str, Any] | None, error: str | None) -> None:
-        if row is None:
-            row = {"deck": deck, "status": "error", "error": error,
-                   "deal": [int(c) for c in deals[deck]]}
-        finish(row)
+    def collect(key: Any, rows: list[dict[str, Any]] | None, error: str | None) -> None:
+        if rows is None:
+            rows = [{"deck": deck, "status": "error", "error": error,
+                     "deal": [int(c) for c in deals[deck]]} for deck in key]
+        for row in rows:
+            finish(row)
 
     return run_on_ray(_ray_solve, jobs(), collect, workers=workers, address=address,
                       on_stop=stopped)
