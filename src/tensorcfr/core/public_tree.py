@@ -689,7 +689,8 @@ def public_pass(game: PublicTreeGame, strategy: Sequence[Tensor], player: int, m
                 value = child_values[0] * sigma[0]
                 for a in range(1, len(child_values)):
                     value.addcmul_(child_values[a], sigma[a])
-                if mode == "cfr" and solver is not None:
+                if mode == "cfr" and solver is not None and not _fused_update(
+                        solver, r, j, child_values, value, here[player]):
                     t = solver.iteration
                     scales = getattr(solver, "regret_scale", None)
                     if scales is not None:
@@ -719,6 +720,16 @@ def public_pass(game: PublicTreeGame, strategy: Sequence[Tensor], player: int, m
 
 
 _pass = public_pass  # former private name (kept for callers of the old name)
+
+
+def _fused_update(solver: Any, r: int, j: int, child_values: list[Tensor], value: Tensor,
+                  own_reach: Tensor) -> bool:
+    """Let a solver with a ``fused_node_update`` hook update node j of round r itself (its
+    regrets, value scale and average from the children's values [P, B, H] each, the node's
+    value and the player's own reach, in one compiled pass); True when it did, False to
+    run the torch rules below.  The hook must give the torch rules' numbers."""
+    hook = getattr(solver, "fused_node_update", None)
+    return hook is not None and bool(hook(r, j, child_values, value, own_reach))
 
 
 @dataclass
