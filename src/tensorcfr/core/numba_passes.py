@@ -43,7 +43,7 @@ except Exception:  # pragma: no cover - numba missing or broken
     def _njit(function: Any = None, **options: Any) -> Any:
         return (lambda f: f) if function is None else function
 
-__all__ = ["AVAILABLE", "NumbaPasses"]
+__all__ = ["AVAILABLE", "LevelPasses", "NumbaPasses"]
 
 _EMPTY_INDEX = np.zeros(0, dtype=np.int64)
 
@@ -175,6 +175,32 @@ def _regret_matching(regrets: np.ndarray, action_infoset: np.ndarray, abs_totals
 
 
 class NumbaPasses:
+    """The compiled CPU passes of a ``TensorCFRSolver`` (alternating updates): the fused
+    passes of :mod:`tensorcfr.core.fused_passes` (one flat int32 layout, three compiled
+    calls per player) where their layout applies, else :class:`LevelPasses`.  Both give
+    bitwise the torch passes' results; :attr:`kind` says which one runs."""
+
+    def __init__(self, solver: Any, fused: bool = True) -> None:
+        """``solver``: the :class:`~tensorcfr.core.cfr.TensorCFRSolver` whose state the
+        passes update; ``fused=False`` keeps the level passes (the benchmarks compare
+        them)."""
+        engine: Any = None
+        if fused:
+            from tensorcfr.core import fused_passes
+
+            layout = fused_passes.build_layout(
+                solver._flat, [level.kind.cpu().numpy() for level in solver.tree.levels])
+            if layout is not None:
+                engine = fused_passes.FusedPasses(solver, layout)
+        self.kind = "level" if engine is None else "fused"
+        self.engine = engine if engine is not None else LevelPasses(solver)
+        self.values_and_regrets = self.engine.values_and_regrets
+        self.regret_matching = self.engine.regret_matching
+        self.refresh_player = self.engine.refresh_player
+        self.refresh_all = self.engine.refresh_all
+
+
+class LevelPasses:
     """One alternating-update iteration of a ``TensorCFRSolver`` on CPU through the
     compiled loops above, on numpy views of the solver's own buffers (built once).
 
