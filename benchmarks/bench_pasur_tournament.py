@@ -12,6 +12,8 @@ its own folder (rerun the script to continue one that was stopped):
 Writes ``docs/benchmarks/pasur_tournament.md`` (tables of every pair, the price of hidden
 information by seat, move times, machine and load) and copies both cross tables there as
 PNG. ``--render-only`` rewrites the page from finished folders without playing.
+``--tables DIR [DIR ...]`` prints the same tables of any finished (or interrupted) tournament
+folders on stdout and plays nothing (the ``round-search`` runs of docs/pasur_tournament.md).
 
 Usage::
 
@@ -119,7 +121,16 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--render-only", action="store_true")
     parser.add_argument("--out", default=str(PAGE))
+    parser.add_argument("--tables", nargs="+", default=None, metavar="DIR",
+                        help="print the tables of these tournament folders and stop")
     args = parser.parse_args()
+    if args.tables:
+        for folder in args.tables:
+            result = _load(Path(folder))
+            agents = ",".join(result["settings"]["agents"])
+            print("\n".join(_section(f"{folder}", f"agents {agents}", result,
+                                     "cross_table.png")[:-2]))
+        return
 
     import torch
 

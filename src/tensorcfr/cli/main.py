@@ -67,7 +67,8 @@ def _register() -> None:
     from tensorcfr.cli import (bench, generic, generic_exploitability, numeral211,
                                numeral211_abstract, numeral211_solve, pasur, pasur_batch,
                                pasur_cfr, pasur_exploitability, pasur_hidden, pasur_play,
-                               pasur_replay, pasur_selfplay, pasur_solve, pasur_tournament)
+                               pasur_replay, pasur_round_value, pasur_selfplay, pasur_solve,
+                               pasur_tournament)
 
     pasur_commands = {
         "replay": pasur_replay.replay_command,
@@ -83,6 +84,7 @@ def _register() -> None:
         "tournament": pasur_tournament.tournament_command,
         "agent-exploitability": pasur_exploitability.agent_exploitability_command,
         "train-hidden": pasur_hidden.train_hidden_command,
+        "train-round-value": pasur_round_value.train_round_value_command,
     }
     for name, command in pasur_commands.items():
         pasur.app.command(name)(command)

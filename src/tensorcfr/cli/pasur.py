@@ -1,7 +1,7 @@
 """``tensorcfr pasur ...``: the Pasur sub-app and its ``deal`` command; the other Pasur
 commands (replay, solve, exploitability, serve, play, selfplay, train, evaluate, batch,
-analyze, tournament, train-hidden) live in ``pasur_<name>.py`` and are wired into
-:data:`app` by :mod:`.main`."""
+analyze, tournament, train-hidden, train-round-value) live in ``pasur_<name>.py`` and are
+wired into :data:`app` by :mod:`.main`."""
 
 from __future__ import annotations
 

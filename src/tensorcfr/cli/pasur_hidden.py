@@ -25,11 +25,12 @@ def train_hidden_command(
                             help="Model folder (hidden_model.ubj + "
                             "manifest.json; rows.npz checkpoint, resumed on a rerun)."),
     teacher: str = typer.Option("exact", "--teacher", help="exact (open-hands exact values, "
-                                "one solve per game) or pimc (PIMC's mean values; slow)."),
+                                "one solve per game), pimc (PIMC's mean values; slow) or "
+                                "round-search (its mean values: expert iteration)."),
     seed: int = typer.Option(0, "--seed", min=0, max=MAX_BASE_SEED,
                              help="Seed of the deals, behaviour and split."),
     determinizations: int = typer.Option(8, "--determinizations", "-k", min=1, max=10_000,
-                                         help="pimc teacher: "
+                                         help="pimc and round-search teachers: "
                                          "determinizations K per decision."),
     rounds: int = typer.Option(300, "--rounds", min=1, max=100_000, help="Most boosting rounds."),
     max_depth: int = typer.Option(6, "--max-depth", min=1, max=64, help="XGBoost max_depth."),

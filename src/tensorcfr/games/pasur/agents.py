@@ -37,6 +37,7 @@ from tensorcfr.games.pasur.playing.ismcts_agent import ISMCTSAgent, timed_ismcts
 from tensorcfr.games.pasur.playing.greedy import GreedyAgent
 from tensorcfr.games.pasur.playing.pimc import PimcAgent
 from tensorcfr.games.pasur.playing.pimc_infer import PimcInferAgent
+from tensorcfr.games.pasur.playing.round_search import RoundSearchAgent
 from tensorcfr.games.pasur.playing.players import (
     ExactPlayer,
     Player,
@@ -118,7 +119,8 @@ class AgentOptions:
     """Settings of the hidden-hand agents (each agent reads the ones it uses).
 
     Attributes:
-        determinizations: K, the draws per move of ``pimc`` / ``pimc-infer`` (>= 1).
+        determinizations: K, the draws per move of ``pimc`` / ``pimc-infer`` /
+            ``round-search`` (>= 1).
         seconds_per_move: a time budget per move (``pimc`` starts no draw it expects to end
             after it, ``ismcts`` stops searching when it is spent, ``ismcts-time`` searches for
             this long); ``None``: no budget.
@@ -167,7 +169,8 @@ class AgentOptions:
 
 
 def _pimc_agent(cls: Callable[..., PimcAgent], options: AgentOptions) -> PimcAgent:
-    """A ``pimc``-family agent with the options' budget and reply limit."""
+    """A ``pimc``-family agent (``round-search`` included) with the options' budget and
+    reply limit."""
     agent = cls(options.determinizations, options.seconds_per_move, device=options.device)
     agent.max_reply_seconds = options.max_reply_seconds
     return agent
@@ -204,6 +207,10 @@ AGENTS: dict[str, AgentEntry] = {
     "pimc-infer": AgentEntry("plays as pimc, with its draws weighted by what your plays "
                              "suggest about your hand",
                              lambda options: _pimc_agent(PimcInferAgent, options)),
+    "round-search": AgentEntry("draws your hand many times, searches each draw to the end of "
+                               "the round and values the rest of the game over the deals still "
+                               "possible: it does not assume it knows the cards to come",
+                               lambda options: _pimc_agent(RoundSearchAgent, options)),
     "hidden-model": AgentEntry("plays a policy learned from hidden-hand self-play",
                                lambda options: HiddenModelAgent(options.model,
                                                                 threads=options.threads)),

@@ -16,6 +16,10 @@ side: its whole-game value minus the mean value of the decision's legal plays.
   values, which is what PIMC estimates with its draws.
 * ``--teacher pimc``: PIMC's mean values over K determinizations (K solves per decision:
   slow).
+* ``--teacher round-search``: the ``round-search`` agent's mean values over K draws of the
+  opponent's hand (each searched to the round's end, the rest of the game valued by its
+  network: :mod:`..playing.round_search`); an expert-iteration step, a model distilled
+  from the searcher that does not assume it knows the cards to come.
 
 The games that provide the decisions are played by a mixed behaviour (per play: the
 teacher's best play with probability 0.6, ``greedy`` 0.2, uniform random 0.2; seeded), so
@@ -74,7 +78,7 @@ ROWS_CHECKPOINT = "rows.npz"
 FEATURE_SET = "pasur-hidden-v1"
 TARGET = ("advantage of the play under the teacher: its whole-game value minus the mean of "
           "the decision's legal plays, points from the mover's side")
-TEACHERS = ("exact", "pimc")
+TEACHERS = ("exact", "pimc", "round-search")
 DEFAULT_MODEL_DIR = Path(str(resources.files("tensorcfr.games.pasur") / "data" / "hidden_model"))
 """The small model shipped with the package (``hidden-model`` without ``--model``)."""
 
@@ -240,10 +244,11 @@ class TrainHiddenSettings:
     Attributes:
         games: games played to collect decisions (each a random deal, seed ``seed + i``).
         out: the model folder.
-        teacher: ``exact`` (open-hands values, one solve per game) or ``pimc``.
+        teacher: ``exact`` (open-hands values, one solve per game), ``pimc`` or
+            ``round-search``.
         seed: seed of the deals, the behaviour and the data split.
         threads: XGBoost threads.
-        determinizations: K of the ``pimc`` teacher.
+        determinizations: K of the ``pimc`` and ``round-search`` teachers.
         rounds: most boosting rounds (early stopping after 30 without improvement).
         max_depth: XGBoost tree depth.
         eta: XGBoost learning rate.
@@ -318,6 +323,11 @@ def _game_rows(settings: TrainHiddenSettings, game: int) -> tuple[list[list[floa
     solution = None
     if settings.teacher == "pimc":
         pimc = PimcAgent(settings.determinizations, device=settings.device)
+        pimc.reset(seed)
+    elif settings.teacher == "round-search":
+        from tensorcfr.games.pasur.playing.round_search import RoundSearchAgent
+
+        pimc = RoundSearchAgent(settings.determinizations, device=settings.device)
         pimc.reset(seed)
     state = rules.initial_state(deal)
     xs: list[list[float]] = []
@@ -516,7 +526,8 @@ def run_train_hidden(settings: TrainHiddenSettings,
         "format": MODEL_FORMAT, "version": MODEL_VERSION, "model_file": MODEL_FILE,
         "features": {"name": FEATURE_SET, "columns": FEATURE_COLUMNS},
         "target": TARGET, "teacher": settings.teacher,
-        "determinizations": settings.determinizations if settings.teacher == "pimc" else None,
+        "determinizations": (settings.determinizations if settings.teacher != "exact"
+                             else None),
         "games": settings.games, "seed": settings.seed,
         "behaviour": "per play: teacher's best 0.6, greedy 0.2, uniform random 0.2",
         "params": params, "max_rounds": settings.rounds, "rounds":

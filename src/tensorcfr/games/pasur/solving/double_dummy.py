@@ -52,6 +52,7 @@ __all__ = [
     "dd_action_values",
     "dd_action_values_many",
     "dd_value",
+    "position_arrays",
 ]
 
 DEFAULT_TABLE_BITS = 18
@@ -78,6 +79,44 @@ def _mask_cards(mask: int) -> tuple[int, ...]:
         cards.append(low.bit_length() - 1)
         mask ^= low
     return tuple(cards)
+
+
+def position_arrays(state: rules.GameState
+                    ) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
+    """The kernel's hands table [6, 2, 4] (each round's hands, sorted), masks table
+    [6, 33] (per round: the cards dealt after it; Alex's then Bob's hand as a card mask
+    for each 4-bit mask of its slots) and the position integers of ``state``."""
+    deal = state.deal
+    hands = np.sort(np.asarray(deal[4:], dtype=np.int64).reshape(rules.NUM_ROUNDS, 2, 4),
+                    axis=-1)
+    bits = np.left_shift(np.int64(1), hands)  # [6, 2, 4]
+    masks = np.zeros((rules.NUM_ROUNDS, 33), dtype=np.int64)
+    dealt_after = 0
+    for r in range(rules.NUM_ROUNDS - 1, -1, -1):
+        masks[r, 0] = dealt_after
+        dealt_after |= int(np.bitwise_or.reduce(bits[r].reshape(-1)))
+    masks[:, 1:17] = (bits[:, 0, None, :] * _SUBSET_SLOTS).sum(-1)
+    masks[:, 17:33] = (bits[:, 1, None, :] * _SUBSET_SLOTS).sum(-1)
+    r = state.play_index // rules.PLAYS_PER_ROUND
+    rels = []
+    for p in (rules.ALEX, rules.BOB):
+        dealt = hands[r, p].tolist()
+        held = state.hands[p]
+        rel = sum(1 << j for j, c in enumerate(dealt) if c in held)
+        if bin(rel).count("1") != len(held):
+            raise ValueError(f"{rules.PLAYERS[p]}'s hand was not dealt in round {r + 1} "
+                             "of the state's deal")
+        rels.append(rel)
+    clubs = [sum(1 for c in pile if c % 4 == 0) for pile in state.piles]
+    if max(clubs) >= rules.CLUBS_FOR_BONUS:
+        clubs = [_kernel().CLUBS_DONE] * 2
+    scored = sum(_POINT_VALUE.get(c, 0) for pile in state.piles for c in pile)
+    pool = 0
+    for c in state.pool:
+        pool |= 1 << c
+    last = -1 if state.last_capturer is None else int(state.last_capturer)
+    return hands, masks, (state.play_index, pool, rels[0], rels[1], clubs[0], clubs[1],
+                          last, _TOTAL_CARD_POINTS - scored)
 
 
 class DoubleDummySolver:
@@ -115,40 +154,7 @@ class DoubleDummySolver:
 
     def _position(self, state: rules.GameState
                   ) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
-        """The kernel's hands table [6, 2, 4] (each round's hands, sorted), masks table
-        [6, 33] (per round: the cards dealt after it; Alex's then Bob's hand as a card mask
-        for each 4-bit mask of its slots) and the position integers of ``state``."""
-        deal = state.deal
-        hands = np.sort(np.asarray(deal[4:], dtype=np.int64).reshape(rules.NUM_ROUNDS, 2, 4),
-                        axis=-1)
-        bits = np.left_shift(np.int64(1), hands)  # [6, 2, 4]
-        masks = np.zeros((rules.NUM_ROUNDS, 33), dtype=np.int64)
-        dealt_after = 0
-        for r in range(rules.NUM_ROUNDS - 1, -1, -1):
-            masks[r, 0] = dealt_after
-            dealt_after |= int(np.bitwise_or.reduce(bits[r].reshape(-1)))
-        masks[:, 1:17] = (bits[:, 0, None, :] * _SUBSET_SLOTS).sum(-1)
-        masks[:, 17:33] = (bits[:, 1, None, :] * _SUBSET_SLOTS).sum(-1)
-        r = state.play_index // rules.PLAYS_PER_ROUND
-        rels = []
-        for p in (rules.ALEX, rules.BOB):
-            dealt = hands[r, p].tolist()
-            held = state.hands[p]
-            rel = sum(1 << j for j, c in enumerate(dealt) if c in held)
-            if bin(rel).count("1") != len(held):
-                raise ValueError(f"{rules.PLAYERS[p]}'s hand was not dealt in round {r + 1} "
-                                 "of the state's deal")
-            rels.append(rel)
-        clubs = [sum(1 for c in pile if c % 4 == 0) for pile in state.piles]
-        if max(clubs) >= rules.CLUBS_FOR_BONUS:
-            clubs = [_kernel().CLUBS_DONE] * 2
-        scored = sum(_POINT_VALUE.get(c, 0) for pile in state.piles for c in pile)
-        pool = 0
-        for c in state.pool:
-            pool |= 1 << c
-        last = -1 if state.last_capturer is None else int(state.last_capturer)
-        return hands, masks, (state.play_index, pool, rels[0], rels[1], clubs[0], clubs[1],
-                              last, _TOTAL_CARD_POINTS - scored)
+        return position_arrays(state)
 
     def _next_generation(self) -> int:
         self._gen += 1
