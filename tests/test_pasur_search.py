@@ -174,3 +174,20 @@ def test_train_round_value_cli(tmp_path: Path) -> None:
     assert other.exit_code == 2 and "other settings" in other.output
     bad = runner.invoke(app, ["pasur", "train-round-value", "--games", "0", "--out", str(out)])
     assert bad.exit_code == 2
+
+
+def test_hidden_model_distilled_from_round_search(tmp_path: Path) -> None:
+    """Expert iteration's step: train-hidden with the round-search teacher."""
+    from tensorcfr.games.pasur.learning.hidden_model import (
+        HiddenModelAgent,
+        TrainHiddenSettings,
+        run_train_hidden,
+    )
+
+    manifest = run_train_hidden(TrainHiddenSettings(
+        games=3, out=tmp_path / "m", rounds=5, seed=3, teacher="round-search",
+        determinizations=2))
+    assert manifest["teacher"] == "round-search" and manifest["determinizations"] == 2
+    agent = HiddenModelAgent(tmp_path / "m")
+    obs = observe(rules.initial_state(rules.random_deal(1)), 0)
+    assert agent.choose(obs) in obs.legal_actions()
