@@ -52,7 +52,7 @@ def _time(step, sync, min_seconds: float, reps: int) -> list[float]:  # noqa: AN
 def bench_game(game: str, args: argparse.Namespace) -> dict:
     import pyspiel
 
-    from tensorcfr.core.cfr import TensorCFRSolver
+    from tensorcfr.core.solver import TensorCFRSolver
     from tensorcfr.games.openspiel import flatten_game
 
     tree = flatten_game(game)

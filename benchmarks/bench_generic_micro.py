@@ -39,7 +39,7 @@ import tensorcfr
 try:
     from tensorcfr.games.openspiel import TensorCFRSolver
 except ImportError:  # a baseline from before the core stopped taking game strings
-    from tensorcfr.core.cfr import TensorCFRSolver
+    from tensorcfr.core.solver import TensorCFRSolver
 game, seconds, reps, memory_only = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "1"
 base_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 t0 = time.perf_counter()

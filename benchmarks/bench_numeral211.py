@@ -175,7 +175,7 @@ def bench_tiny(iterations: int) -> dict[str, Any]:
     from open_spiel.python.algorithms import cfr, exploitability
 
     from tensorcfr.core.best_response import exploitability as generic_expl
-    from tensorcfr.core.cfr import TensorCFRSolver
+    from tensorcfr.core.solver import TensorCFRSolver
     from tensorcfr.games.numeral211.game import openspiel_game as og
     from tensorcfr.games.numeral211.solving import solver as n211
     from tensorcfr.games.openspiel.flatten import flatten_game

@@ -11,8 +11,7 @@ import torch
 from open_spiel.python.algorithms import cfr as openspiel_cfr
 from open_spiel.python.algorithms import discounted_cfr
 
-from tensorcfr.core import cfr as core_cfr
-from tensorcfr.core.cfr import policy_values
+from tensorcfr.core.solver import policy_values
 from tensorcfr.core.policy_io import load_policy, save_checkpoint, save_policy
 from tensorcfr.core.tree import LevelTree
 from tensorcfr.errors import CorruptFileError, MemoryLimitError, TensorCFRError

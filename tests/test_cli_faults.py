@@ -166,7 +166,7 @@ def test_oversized_input_files_are_refused_unread(tmp_path, capsys, monkeypatch)
 
 # ----------------------------------------------------------------------------- long runs
 def test_periodic_checkpoints_and_resume_message(tmp_path, capsys, monkeypatch) -> None:
-    from tensorcfr.core.cfr import TensorCFRSolver
+    from tensorcfr.core.solver import TensorCFRSolver
 
     saved_at: list[int] = []
     original = TensorCFRSolver.save
@@ -232,7 +232,7 @@ def test_max_memory_bounds_the_walk_of_a_deep_game(tmp_path) -> None:
 
 def test_solvers_default_to_one_thread() -> None:
     from tensorcfr.games.openspiel.flatten import flatten_game
-    from tensorcfr.core.cfr import TensorCFRSolver
+    from tensorcfr.core.solver import TensorCFRSolver
 
     previous = torch.get_num_threads()
     try:
@@ -269,11 +269,11 @@ def test_table_without_the_root_rows_is_refused(tmp_path, capsys, monkeypatch) -
 
 # ----------------------------------------------------------------------------- memory
 def test_auto_dtype_is_float32_only_for_large_trees(capsys, monkeypatch) -> None:
-    from tensorcfr.core import cfr
+    from tensorcfr.core import solver
 
-    assert cfr.resolve_dtype("auto", 1000) == torch.float64
-    assert cfr.resolve_dtype("auto", cfr.AUTO_FLOAT32_MIN_NODES + 1) == torch.float32
-    monkeypatch.setattr(cfr, "AUTO_FLOAT32_MIN_NODES", 10)  # kuhn_poker has 58 nodes
+    assert solver.resolve_dtype("auto", 1000) == torch.float64
+    assert solver.resolve_dtype("auto", solver.AUTO_FLOAT32_MIN_NODES + 1) == torch.float32
+    monkeypatch.setattr(solver, "AUTO_FLOAT32_MIN_NODES", 10)  # kuhn_poker has 58 nodes
     code, out, err = run_cli(["solve", "kuhn_poker", "-n", "3", "--json"], capsys, monkeypatch)
     assert code == 0, err
     assert json.loads(out)["dtype"] == "float32"
@@ -284,7 +284,7 @@ def test_auto_dtype_is_float32_only_for_large_trees(capsys, monkeypatch) -> None
 
 
 def test_solver_keeps_no_second_copy_of_the_utilities() -> None:
-    from tensorcfr.core.cfr import TensorCFRSolver
+    from tensorcfr.core.solver import TensorCFRSolver
     from tensorcfr.games.openspiel.flatten import flatten_game
 
     tree = flatten_game("leduc_poker")

@@ -232,7 +232,7 @@ def test_a_full_solve_in_the_core_loads_no_game_module(tmp_path: Path) -> None:
 
 
 def test_core_solver_refuses_a_game_string_and_points_to_the_adapter() -> None:
-    from tensorcfr.core.cfr import TensorCFRSolver
+    from tensorcfr.core.solver import TensorCFRSolver
     from tensorcfr.errors import TensorCFRError
 
     with pytest.raises(TensorCFRError, match="tensorcfr.games.openspiel"):
@@ -240,7 +240,7 @@ def test_core_solver_refuses_a_game_string_and_points_to_the_adapter() -> None:
 
 
 def test_openspiel_solvers_are_the_core_solvers_on_the_flattened_tree() -> None:
-    from tensorcfr.core.cfr import TensorCFRSolver as CoreSolver
+    from tensorcfr.core.solver import TensorCFRSolver as CoreSolver
     from tensorcfr.games.openspiel import CFRPlusSolver, flatten_game
 
     ours = CFRPlusSolver("kuhn_poker")

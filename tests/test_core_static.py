@@ -9,7 +9,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from _cli_helpers import run_cli
-from tensorcfr.core.cfr import TensorCFRSolver
+from tensorcfr.core.solver import TensorCFRSolver
 from tensorcfr.core.tree import LevelTree
 from tensorcfr.errors import TensorCFRError
 from tensorcfr.games.openspiel import flatten_game

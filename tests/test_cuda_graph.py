@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tensorcfr.core.cfr import TensorCFRSolver
+from tensorcfr.core.solver import TensorCFRSolver
 from tensorcfr.games.openspiel import flatten_game
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")

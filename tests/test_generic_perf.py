@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tensorcfr.core.cfr import TensorCFRSolver
+from tensorcfr.core.solver import TensorCFRSolver
 from tensorcfr.core.tree import KIND_TERMINAL, LevelTree
 from tensorcfr.errors import MemoryLimitError
 from tensorcfr.games.openspiel import flatten_game

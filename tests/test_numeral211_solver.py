@@ -135,7 +135,7 @@ def test_iterates_match_generic_engine(tiny, algo: str) -> None:
     """CFR+ and DCFR: regrets equal the generic tensor engine's (on the flattened OpenSpiel
     game) for two iterations (see above for why no more), and the average policies' exploitabilities agree."""
     from tensorcfr.core.best_response import exploitability as generic_expl
-    from tensorcfr.core.cfr import TensorCFRSolver
+    from tensorcfr.core.solver import TensorCFRSolver
 
     game, os_game, template, tree = tiny
     ours = n211.make_solver(game, algo)
@@ -350,7 +350,7 @@ def test_iterates_match_openspiel_for_100_iterations(tiny, algo: str) -> None:
     2-20 iterations here); OpenSpiel's own Python solver takes about a minute an iteration
     on this machine, so ``benchmarks/bench_numeral211_openspiel_parity.py`` runs it."""
     from tensorcfr.core.best_response import exploitability as generic_expl
-    from tensorcfr.core.cfr import TensorCFRSolver
+    from tensorcfr.core.solver import TensorCFRSolver
 
     game, os_game, template, tree = tiny
     generic = TensorCFRSolver(tree, algo)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from tensorcfr.core.cfr import policy_values
+from tensorcfr.core.solver import policy_values
 from tensorcfr.games.openspiel.policy import to_tabular_policy
 from tensorcfr.core.tree import KIND_CHANCE, KIND_TERMINAL, Level, LevelTree, estimate_tree_bytes
 from tensorcfr.errors import MemoryLimitError, TensorCFRError

@@ -36,7 +36,7 @@ def test_the_solver_classes_are_solvers() -> None:
     """The five solver classes (tensor CFR on a flat tree, on a public tree, per class, and
     the abstract solvers in both layouts) are :class:`Solver`; CFR-BR only iterates."""
     from tensorcfr.abstraction.cfr_br import CFRBR
-    from tensorcfr.core.cfr import TensorCFRSolver
+    from tensorcfr.core.solver import TensorCFRSolver
     from tensorcfr.games.numeral211.game.config import GameConfig
     from tensorcfr.games.numeral211.solving import solver as n211
     from tensorcfr.games.numeral211.solving.abstract_solve import (abstract_solver,

@@ -377,7 +377,7 @@ def _numeral211_checkpoint(folder: Path) -> Sample:
 
 
 def _kuhn_solver() -> Any:
-    from tensorcfr.core.cfr import TensorCFRSolver
+    from tensorcfr.core.solver import TensorCFRSolver
     from tensorcfr.games.openspiel.flatten import flatten_game
 
     solver = TensorCFRSolver(flatten_game("kuhn_poker"), "cfr+")

@@ -192,7 +192,7 @@ def _import_libraries(solver_name: str, threads: int) -> None:
     if solver_name.startswith("ours"):
         import torch
 
-        from tensorcfr.core import cfr  # noqa: F401
+        from tensorcfr.core import solver  # noqa: F401
         from tensorcfr.utils.resources import set_threads
 
         set_threads(threads)

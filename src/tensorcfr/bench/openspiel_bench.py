@@ -314,7 +314,9 @@ def snapshot_package(destination: Path) -> tuple[Path, dict[str, str]]:
     shutil.copytree(package, root / "tensorcfr",
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     digests = {}
-    for rel in ("core/cfr.py", "core/tree.py", "core/regret.py", "games/openspiel/flatten.py"):
+    for rel in ("core/cfr.py", "core/solver.py", "core/flat_tree.py", "core/pass_views.py",
+                "core/numpy_passes.py", "core/tree.py", "core/regret.py",
+                "games/openspiel/flatten.py"):
         path = root / "tensorcfr" / rel
         if path.exists():
             digests[rel] = hashlib.sha256(path.read_bytes()).hexdigest()[:12]

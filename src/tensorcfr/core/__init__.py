@@ -5,8 +5,12 @@
 * :mod:`tensorcfr.core.tree` -- :class:`LevelTree`, a game flattened level by level;
 * :mod:`tensorcfr.core.level_graph` -- the reach, value and regret passes over a level graph
   (tree or dag levels), shared by the generic solver and the Pasur solver;
-* :mod:`tensorcfr.core.cfr` -- :class:`TensorCFRSolver` (on a built tree) and the
-  OpenSpiel-like wrappers; game strings are turned into trees by the game packages
+* :mod:`tensorcfr.core.solver` -- :class:`TensorCFRSolver` (on a built tree) and the
+  OpenSpiel-like wrappers, over :mod:`~tensorcfr.core.flat_tree` (the tree laid out for
+  the passes), :mod:`~tensorcfr.core.pass_views` (the views each pass reads) and the
+  numpy / numba fast paths (:mod:`~tensorcfr.core.numpy_passes`,
+  :mod:`~tensorcfr.core.numba_passes`); :mod:`tensorcfr.core.cfr` re-exports the public
+  names.  Game strings are turned into trees by the game packages
   (:mod:`tensorcfr.games.openspiel.solvers`), never here;
 * :mod:`tensorcfr.core.policy_io` -- checkpoints and policies (NPZ + JSON metadata).
 
@@ -52,7 +56,7 @@ _SOLVERS = {"TensorCFRSolver", "CFRSolver", "CFRPlusSolver", "LinearCFRSolver", 
 def __getattr__(name: str) -> object:
     """Lazy access to the solver classes (keeps ``import tensorcfr.core`` light)."""
     if name in _SOLVERS:
-        from tensorcfr.core import cfr
+        from tensorcfr.core import solver
 
-        return getattr(cfr, name)
+        return getattr(solver, name)
     raise AttributeError(f"module 'tensorcfr.core' has no attribute {name!r}")

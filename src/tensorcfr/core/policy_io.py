@@ -16,7 +16,7 @@ Truncated, corrupt, wrong-format or wrong-game files raise
 
 This module knows no game library and no solver class: conversions to and from OpenSpiel's
 ``TabularPolicy`` live in :mod:`tensorcfr.games.openspiel.policy`, and
-:func:`tensorcfr.core.cfr.load_checkpoint` turns a :class:`CheckpointData` read here back
+:func:`tensorcfr.core.solver.load_checkpoint` turns a :class:`CheckpointData` read here back
 into a solver.
 """
 
@@ -241,7 +241,7 @@ class CheckpointSolver(Protocol):
 def save_checkpoint(solver: CheckpointSolver, path: str | Path) -> None:
     """Write the solver's complete state to ``path`` (NPZ, atomic).
 
-    Resuming with :func:`tensorcfr.core.cfr.load_checkpoint` and running ``M`` more
+    Resuming with :func:`tensorcfr.core.solver.load_checkpoint` and running ``M`` more
     iterations gives bitwise the same state as running ``N + M`` iterations straight.
     """
     state = solver.state_tensors()

@@ -4,7 +4,7 @@ solver to a target iteration count, with evaluations, checkpoints, progress and 
 A solver here is anything with an ``iteration`` count (iterations done in total; a resumed
 solver starts past 0) and ``iterate(n)``; a :class:`Solver` also has ``average_policy()``
 (the strategy a run returns, a tensor or a list of per-round tensors, as the solver
-defines).  The core's :class:`~tensorcfr.core.cfr.TensorCFRSolver` and
+defines).  The core's :class:`~tensorcfr.core.solver.TensorCFRSolver` and
 :class:`~tensorcfr.core.public_tree.PublicTreeCFR`, the abstract solvers of
 :mod:`tensorcfr.abstraction` and the games' solvers built on them are all solvers; a CFR-BR
 pair (:class:`~tensorcfr.abstraction.cfr_br.CFRBR`) only iterates.

@@ -273,7 +273,7 @@ def estimate_tree_bytes(num_nodes: int, num_slots: int, num_infosets: int, num_p
     ``num_players`` floats (``num_terminals`` None: every node counted as a terminal, an
     upper bound), per chance edge 1 float, per slot 2 int32, per infoset 3 longs (the
     information-state strings are not included: see :class:`InfosetKeys`).  Solver working
-    set (see :mod:`tensorcfr.core.cfr`), per node at most: ``n`` reach rows, the values
+    set (see :mod:`tensorcfr.core.solver`), per node at most: ``n`` reach rows, the values
     row, the edge probability and a chance reach (``n + 3`` floats) and three int64
     indices (parent, action slot, terminal position);
     per slot 6 floats and 2 int32; per infoset 1 float (the scratch buffers are

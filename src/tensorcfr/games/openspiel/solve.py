@@ -84,7 +84,7 @@ class SolveSettings:
     plot: Optional[Path] = None
 
     def __post_init__(self) -> None:
-        from tensorcfr.core.cfr import resolve_dtype
+        from tensorcfr.core.solver import resolve_dtype
         from tensorcfr.core.regret import CFRVariant
         from tensorcfr.utils.resources import parse_memory
 
@@ -191,7 +191,7 @@ def plot_curve(history: list[tuple[int, float]], path: Path, title: str) -> None
 
 def _check_resume(s: SolveSettings, loaded: Any) -> None:
     """The checkpoint ``s.resume`` is of ``loaded`` and agrees with the options given."""
-    from tensorcfr.core.cfr import resolve_dtype
+    from tensorcfr.core.solver import resolve_dtype
     from tensorcfr.core.policy_io import read_checkpoint_metadata
     from tensorcfr.core.regret import CFRVariant
 
@@ -214,7 +214,7 @@ def _check_resume(s: SolveSettings, loaded: Any) -> None:
 def _build_solver(s: SolveSettings, loaded: Any, threads: int,
                   report: Callable[[SolveProgress], None]) -> Any:
     """Walk and flatten the game, then build the solver or load the checkpoint."""
-    from tensorcfr.core.cfr import TensorCFRSolver, load_checkpoint
+    from tensorcfr.core.solver import TensorCFRSolver, load_checkpoint
     from tensorcfr.games.openspiel.flatten import flatten_game
 
     budget = s.max_memory
@@ -236,7 +236,7 @@ def _notes(s: SolveSettings, solver: Any, report: Callable[[SolveProgress], None
     import torch
 
     if s.resume is None and solver.dtype_auto and solver.dtype == torch.float32:
-        from tensorcfr.core.cfr import AUTO_FLOAT32_MIN_NODES
+        from tensorcfr.core.solver import AUTO_FLOAT32_MIN_NODES
 
         report(SolveProgress("note", text=(
             f"dtype float32 chosen automatically: {solver.tree.num_nodes:,} nodes, more than "

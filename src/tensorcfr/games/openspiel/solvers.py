@@ -1,6 +1,6 @@
 """The tensor CFR solvers for OpenSpiel games: game strings in, OpenSpiel policies out.
 
-These subclass the game-independent solvers of :mod:`tensorcfr.core.cfr`: they flatten a
+These subclass the game-independent solvers of :mod:`tensorcfr.core.solver`: they flatten a
 game string or ``pyspiel.Game`` with :func:`~tensorcfr.games.openspiel.flatten.flatten_game`
 (an already flattened :class:`~tensorcfr.core.tree.LevelTree` is used as it is) and hand
 the tree to the core, and they add ``average_policy_tabular`` / ``current_policy_tabular``
@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from tensorcfr.core import cfr as core_cfr
+from tensorcfr.core import solver as core_solver
 from tensorcfr.core.tree import LevelTree
 from tensorcfr.errors import CorruptFileError
 
@@ -51,7 +51,7 @@ class _OpenSpielSolver:
         return tree
 
     @classmethod
-    def checkpoint_class(cls) -> "type[core_cfr.TensorCFRSolver]":
+    def checkpoint_class(cls) -> "type[core_solver.TensorCFRSolver]":
         return TensorCFRSolver
 
     @classmethod
@@ -77,28 +77,28 @@ class _OpenSpielSolver:
                                  game or self._game)
 
 
-class TensorCFRSolver(_OpenSpielSolver, core_cfr.TensorCFRSolver):
-    """:class:`tensorcfr.core.cfr.TensorCFRSolver` taking a game string, ``pyspiel.Game``
+class TensorCFRSolver(_OpenSpielSolver, core_solver.TensorCFRSolver):
+    """:class:`tensorcfr.core.solver.TensorCFRSolver` taking a game string, ``pyspiel.Game``
     or :class:`LevelTree` as ``game`` (same arguments otherwise)."""
 
 
-class CFRSolver(_OpenSpielSolver, core_cfr.CFRSolver):
+class CFRSolver(_OpenSpielSolver, core_solver.CFRSolver):
     """Vanilla CFR with alternating updates (OpenSpiel ``CFRSolver``), on an OpenSpiel game."""
 
 
-class CFRPlusSolver(_OpenSpielSolver, core_cfr.CFRPlusSolver):
+class CFRPlusSolver(_OpenSpielSolver, core_solver.CFRPlusSolver):
     """CFR+ (OpenSpiel ``CFRPlusSolver``), on an OpenSpiel game."""
 
 
-class LinearCFRSolver(_OpenSpielSolver, core_cfr.LinearCFRSolver):
+class LinearCFRSolver(_OpenSpielSolver, core_solver.LinearCFRSolver):
     """Linear CFR (OpenSpiel ``LCFRSolver``), on an OpenSpiel game."""
 
 
-class DCFRSolver(_OpenSpielSolver, core_cfr.DCFRSolver):
+class DCFRSolver(_OpenSpielSolver, core_solver.DCFRSolver):
     """Discounted CFR(alpha, beta, gamma) (OpenSpiel ``DCFRSolver``), on an OpenSpiel game."""
 
 
-class PCFRPlusSolver(_OpenSpielSolver, core_cfr.PCFRPlusSolver):
+class PCFRPlusSolver(_OpenSpielSolver, core_solver.PCFRPlusSolver):
     """Predictive CFR+, on an OpenSpiel game."""
 
 
@@ -122,7 +122,7 @@ def load_checkpoint(path: str, game: Any = None, device: torch.device | str | No
     other = game.game_string if isinstance(game, LevelTree) else str(game)
     if other != game_string:
         raise CorruptFileError(f"{path}: checkpoint is for {game_string}, not {other}")
-    solver = core_cfr.load_checkpoint(path, game, device=device,
+    solver = core_solver.load_checkpoint(path, game, device=device,
                                       max_memory_bytes=max_memory_bytes,
                                       solver_class=TensorCFRSolver)
     assert isinstance(solver, TensorCFRSolver)

@@ -1,0 +1,300 @@
+"""The solver's flat tree: a :class:`~tensorcfr.core.tree.LevelTree` laid out once for the passes.
+
+:class:`FlatTree` holds what every pass of :class:`~tensorcfr.core.solver.TensorCFRSolver`
+reads and never changes: nodes of all levels flat by depth (level ``d`` at
+``[level_start[d], level_start[d+1])``), the edge probabilities ``edge_prob`` [N] (chance
+probabilities, then the strategy below decision nodes), each level's local parent index
+(int64), the terminal utilities ``[P, T_d]`` per level (stored once), the constant chance
+reach per level, and the infosets and action slots renumbered player by player (each
+player's slots contiguous; :attr:`FlatTree.tree_slot_of_internal` maps back to the tree's
+order).  :class:`PlayerLevel` lists one player's decision edges into one level.
+
+Long levels are cut into chunks of :data:`PASS_CHUNK` nodes (:func:`chunks`), so the
+passes' scratch buffers are chunk-sized.  Nothing here iterates: the solver owns the
+mutable state (regrets, strategy, reach, values) and the passes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from tensorcfr.core.tree import KIND_CHANCE, KIND_TERMINAL, LevelTree
+from tensorcfr.utils.resources import release_free_memory
+
+__all__ = ["PASS_CHUNK", "FlatTree", "PlayerLevel", "chunks", "terminal_utility_of"]
+
+PASS_CHUNK = 1 << 17
+"""Largest number of nodes one tensor operation of the backward pass and the regret update
+touches: longer levels are processed in chunks of this many nodes (the same additions in
+the same order), so the scratch buffers are ``O(PASS_CHUNK)`` instead of ``O(nodes)``."""
+
+
+def terminal_utility_of(level: Any) -> Tensor:
+    """``[T_d, P]`` utilities of the level's terminal nodes in node order (the tree's
+    compact array when it has one, else taken out of the dense ``utility``)."""
+    compact = getattr(level, "terminal_utility", None)
+    if compact is not None:
+        return compact
+    return level.utility[level.kind == KIND_TERMINAL]
+
+
+def chunks(length: int, chunk: int) -> list[tuple[int, int]]:
+    """``[(start, stop), ...]`` covering ``range(length)`` in pieces of at most ``chunk``."""
+    return [(c, min(c + chunk, length)) for c in range(0, length, chunk)]
+
+
+class PlayerLevel:
+    """The decision edges of one player into one level ``d`` (children of its nodes).
+
+    ``child_index`` is None when every node of the level hangs below the player (the usual
+    case: one player acts per depth), else the int64 positions of those children in the
+    level.  ``parent_index`` (int64) gives each edge's parent, local to level ``d - 1``;
+    ``slot`` (int64) its action slot, local to the player's slot range.
+    """
+
+    __slots__ = ("depth", "child_index", "parent_index", "slot", "chunks")
+
+    def __init__(self, depth: int, child_index: Tensor | None, parent_index: Tensor,
+                 slot: Tensor, chunk: int) -> None:
+        self.depth = depth
+        self.child_index = child_index
+        self.parent_index = parent_index
+        self.slot = slot
+        self.chunks = chunks(int(slot.shape[0]), chunk)
+
+
+class FlatTree:
+    """Flat, depth-ordered, solver-ready arrays built once from a LevelTree.
+
+    Nodes keep the tree's order (level by level, children in action order), so values are
+    summed over children and regrets over histories in OpenSpiel's order.  Per node the
+    solver keeps the edge probability (solver dtype), the parent index (int64, the
+    ``scatter_add_`` target of the backward pass; shared with the tree when it is
+    int64) and, below decision nodes, the action slot (int64, the regret ``scatter_add_``
+    target); the terminal utilities are stored once, for terminal nodes only
+    (``utility`` [P, T], player by player, in node order), with each level's terminal
+    positions (int64) where a level mixes terminal and inner nodes.
+    """
+
+    def __init__(self, tree: LevelTree, device: torch.device, dtype: torch.dtype,
+                 chunk: int = PASS_CHUNK) -> None:
+        n_players = tree.num_players
+        self.num_players = n_players
+        sizes = tree.level_sizes()
+        starts = [0]
+        for size in sizes:
+            starts.append(starts[-1] + size)
+        self.level_start = starts
+        self.num_nodes = starts[-1]
+        n_nodes = self.num_nodes
+        self.chunk = chunk
+
+        # --- internal infoset / slot numbering: grouped by player, stable within a player.
+        num_infosets = tree.num_infosets
+        player = tree.infoset_player.cpu().long()
+        num_actions = tree.infoset_num_actions.cpu().long()
+        old_offset = tree.infoset_action_offset.cpu().long()
+        order = torch.argsort(player * max(num_infosets, 1) + torch.arange(num_infosets),
+                              stable=True)  # internal infoset -> tree infoset
+        new_num_actions = num_actions[order]
+        new_offset = torch.zeros(num_infosets, dtype=torch.long)
+        if num_infosets:
+            new_offset[1:] = torch.cumsum(new_num_actions, 0)[:-1]
+        num_slots = int(num_actions.sum()) if num_infosets else 0
+        self.num_slots = num_slots
+        self.num_infosets = num_infosets
+        # Slot-sized index arrays in int32 where the counts allow (the set-up's peak: a few
+        # of them exist at once; slot permutations are only gathered with).
+        slot_index_dtype = torch.int32 if num_slots < 2**31 - 1 else torch.long
+        internal_infoset = torch.repeat_interleave(
+            torch.arange(num_infosets, dtype=slot_index_dtype), new_num_actions)
+        # internal slot -> tree slot: the infoset's first tree slot + the action's position
+        old_slot = (old_offset[order] - new_offset).to(slot_index_dtype).index_select(
+            0, internal_infoset)
+        old_slot.add_(torch.arange(num_slots, dtype=slot_index_dtype))
+        new_of_old_slot = torch.empty(num_slots, dtype=slot_index_dtype)
+        new_of_old_slot.index_copy_(0, old_slot.long(), torch.arange(num_slots,
+                                                                     dtype=slot_index_dtype))
+        self.tree_slot_of_internal = old_slot.to(device=device)
+        del old_slot
+        sorted_player = player[order]
+        self.infoset_range: list[tuple[int, int]] = []
+        self.slot_range: list[tuple[int, int]] = []
+        for p in range(n_players):
+            i0 = int(torch.searchsorted(sorted_player, p, right=False))
+            i1 = int(torch.searchsorted(sorted_player, p, right=True))
+            a0 = int(new_offset[i0]) if i0 < num_infosets else num_slots
+            a1 = int(new_offset[i1]) if i1 < num_infosets else num_slots
+            self.infoset_range.append((i0, i1))
+            self.slot_range.append((a0, a1))
+        counts = new_num_actions.to(torch.float64)
+        # [A_p] infoset local to p's range (int32 where it fits: index_add_ / index_select
+        # indices, never scatter targets)
+        self.local_action_infoset: list[Tensor] = []
+        self.uniform: list[Tensor] = []  # [A_p] 1 / (number of actions of the slot's infoset)
+        for p in range(n_players):
+            i0, _ = self.infoset_range[p]
+            a0, a1 = self.slot_range[p]
+            self.local_action_infoset.append((internal_infoset[a0:a1] - i0).to(
+                device=device, dtype=torch.int32 if num_infosets < 2**31 - 1 else torch.long))
+            self.uniform.append(counts[internal_infoset[a0:a1]].reciprocal().to(device=device,
+                                                                                dtype=dtype))
+        del counts, internal_infoset
+
+        # --- nodes, level by level (only per-level temporaries besides the kept arrays).
+        # The last level, when it holds terminals only and they all hang below one
+        # player's decision nodes (battleship: 82% of the nodes), keeps no edge
+        # probabilities: the backward pass gathers them from that player's strategy.
+        self.gathered_last: int | None = None
+        if len(sizes) > 1 and sizes[-1]:
+            last = tree.levels[-1]
+            if bool((last.kind == KIND_TERMINAL).all()):
+                parent_kind = tree.levels[-2].kind.index_select(0, last.parent)
+                actor = int(parent_kind[0])
+                if actor >= 0 and bool((parent_kind == actor).all()):
+                    self.gathered_last = actor
+                del parent_kind
+        # edge_prob: probability of the edge into each node (the chance probability below
+        # chance nodes; 1 below decision nodes until the solver writes the strategy there).
+        self.edge_prob_end = starts[-2] if self.gathered_last is not None else n_nodes
+        self.edge_prob = torch.ones(self.edge_prob_end, dtype=dtype, device=device)
+        # Local parent index inside the previous level, per level (the int64 scatter_add_
+        # targets of the backward pass; the tree's own arrays when already int64).
+        self.parent_local: list[Tensor] = [torch.zeros(0, dtype=torch.long, device=device)]
+        self.terminal_start = [0]  # level d's terminals: utility[:, ts[d]:ts[d+1]]
+        # Positions of level d's terminal nodes (int64, the scatter_ index that writes the
+        # utilities into the values), None when the level has none or only terminals.
+        self.terminal_index: list[Tensor | None] = []
+        self.player_levels: list[list[PlayerLevel]] = [[] for _ in range(n_players)]
+        # share[q][d]: do "all", "none" or some ("mixed") nodes of level d hang below an
+        # actor of reach row q (player q, or chance for q = n_players)?
+        self.level_share: list[list[str]] = [["none"] for _ in range(n_players + 1)]
+        self.mixed_mask: list[dict[int, Tensor]] = [{} for _ in range(n_players)]
+        self.has_chance = any(bool((level.kind == KIND_CHANCE).any()) for level in tree.levels)
+        # Chance reach per level (constant: chance probabilities only), computed here once;
+        # a level where it is the same at every node (e.g. every node below the dice
+        # rolls of liars_dice) keeps one number, expanded to the level's length.
+        self.chance_reach: list[Tensor] = []
+        chance_prev: Tensor | None = None
+        num_terminals = tree.num_terminals
+        # Terminal utilities per level, [P, T_d] (player rows).  A tree in the compact
+        # layout with the solver's device and dtype is used as it is (its [T_d, P]
+        # arrays, transposed views): no copy, so no moment with two copies either.
+        # Otherwise one [P, T] copy in the solver's dtype, viewed per level.
+        share = all(getattr(level, "terminal_utility", None) is not None
+                    and level.terminal_utility.dtype == dtype
+                    and level.terminal_utility.device == device for level in tree.levels)
+        utility = (None if share else
+                   torch.zeros((n_players, num_terminals), dtype=dtype, device=device))
+        self.utility_levels: list[Tensor] = []
+        prev_kind: Tensor | None = None
+        for d, level in enumerate(tree.levels):
+            s, e = starts[d], starts[d + 1]
+            n = e - s
+            kind = level.kind.cpu()
+            terminal = kind == KIND_TERMINAL
+            num_level_terminals = int(terminal.sum())
+            self.terminal_index.append(
+                torch.nonzero(terminal).squeeze(1).to(device)
+                if 0 < num_level_terminals < n else None)
+            del terminal
+            if s < self.edge_prob_end:
+                compact = getattr(level, "chance_edge_prob", None)
+                if compact is None:
+                    self.edge_prob[s:e] = level.chance_prob.to(device=device, dtype=dtype)
+                elif compact.numel():
+                    chance_child = torch.nonzero(level.parent_action_slot < 0).squeeze(1)
+                    self.edge_prob[s:e].index_copy_(0, chance_child.to(device),
+                                                    compact.to(device=device, dtype=dtype))
+                    del chance_child
+                del compact
+            terminal_utility = terminal_utility_of(level)
+            t0 = self.terminal_start[-1]
+            t1 = t0 + int(terminal_utility.shape[0])
+            self.terminal_start.append(t1)
+            if utility is None:
+                self.utility_levels.append(terminal_utility.t())
+            else:
+                utility[:, t0:t1].copy_(terminal_utility.t())  # (casts, no temporary)
+                self.utility_levels.append(utility[:, t0:t1])
+            del terminal_utility
+            if d > 0:
+                assert prev_kind is not None
+                parent = level.parent.to(device=device, dtype=torch.long)
+                if parent is not level.parent and level.parent.device == parent.device:
+                    level.parent = parent  # one int64 copy, shared with the tree
+                self.parent_local.append(parent)
+                parent_kind = prev_kind.index_select(0, parent.cpu())
+                slot = level.parent_action_slot.cpu()
+                for q in range(n_players + 1):
+                    actor = KIND_CHANCE if q == n_players else q
+                    below = parent_kind == actor
+                    count = int(below.sum())
+                    self.level_share[q].append("none" if count == 0 else
+                                               "all" if count == n else "mixed")
+                    if q == n_players or count == 0:
+                        continue
+                    a0 = self.slot_range[q][0]
+                    if count == n:
+                        local_slot = new_of_old_slot.index_select(0, slot).long().sub_(a0)
+                        self.player_levels[q].append(PlayerLevel(
+                            d, None, parent, local_slot.to(device), chunk))
+                    else:
+                        self.mixed_mask[q][d] = below.to(device)
+                        child_index = torch.nonzero(below).squeeze(1)
+                        local_slot = new_of_old_slot.index_select(
+                            0, slot.index_select(0, child_index)).long().sub_(a0)
+                        self.player_levels[q].append(PlayerLevel(
+                            d, child_index.to(device), parent[child_index.to(device)],
+                            local_slot.to(device), chunk))
+                if self.has_chance:
+                    assert chance_prev is not None
+                    chance = chance_prev.index_select(0, parent)
+                    if self.level_share[n_players][d] != "none":
+                        chance.mul_(self.edge_prob[s:e])  # (never a gathered level)
+                    chance_prev = chance
+                del parent, parent_kind, slot
+            elif self.has_chance:
+                chance_prev = torch.ones(n, dtype=dtype, device=device)
+            if self.has_chance:
+                assert chance_prev is not None
+                constant = n > 0 and bool((chance_prev == chance_prev[0]).all())
+                self.chance_reach.append(chance_prev[:1].clone().expand(n) if constant
+                                         else chance_prev)
+            prev_kind = kind
+            if n >= 1 << 16:
+                release_free_memory()  # this level's temporaries and replaced arrays
+        del prev_kind, chance_prev
+        # Levels of terminal nodes only (the last one, and most of the nodes of games like
+        # battleship) need no reach and no values buffer: their values are the utilities.
+        # The per-node buffers of the solver (values, reach) cover the other levels, level
+        # d at [stored_start[d], + N_d) (None for a terminal level).
+        self.stored_start: list[int | None] = []
+        stored = 0
+        for d, size in enumerate(sizes):
+            terminal_level = d > 0 and size == self.terminal_start[d + 1] - self.terminal_start[d]
+            self.stored_start.append(None if terminal_level else stored)
+            if terminal_level and self.has_chance:
+                self.chance_reach[d] = self.chance_reach[d][:0]  # never read
+            stored += 0 if terminal_level else size
+        self.num_stored = stored
+        self.shares_utility = share
+        self.num_terminals = num_terminals
+        # first level holding a child of p's decision node (depth when p never acts)
+        self.first_level = [levels[0].depth if levels else len(sizes)
+                            for levels in self.player_levels]
+        self.max_level_nodes = max(sizes) if sizes else 0
+        self.device = device
+        self.dtype = dtype
+
+    @property
+    def action_infoset(self) -> Tensor:
+        """long [A]: internal infoset of each internal slot (built on demand)."""
+        parts = [local.long() + i0 for local, (i0, _) in zip(self.local_action_infoset,
+                                                             self.infoset_range)]
+        return torch.cat(parts) if parts else torch.zeros(0, dtype=torch.long,
+                                                          device=self.device)
+
