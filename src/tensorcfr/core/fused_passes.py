@@ -53,6 +53,7 @@ from typing import Any
 import numpy as np
 
 from tensorcfr.core.numba_passes import AVAILABLE, _njit
+from tensorcfr.core.tree import KIND_CHANCE
 
 __all__ = ["AVAILABLE", "FusedLayout", "FusedPasses", "build_layout"]
 
@@ -68,9 +69,43 @@ def _reach_at(reach: np.ndarray, q: int, h: int, parent: np.ndarray,
 
 
 @_njit
+def _sum_children(parent: np.ndarray, value: np.ndarray, weight: np.ndarray,
+                  slot: np.ndarray, strategy: np.ndarray, weight_mode: int, e0: int, e1: int,
+                  zero: float) -> None:  # pragma: no cover - compiled
+    """``value[h] = 0 + value[c_0] w_0 + value[c_1] w_1 + ...`` for the parents of edges
+    ``e0`` to ``e1`` (children of a parent follow each other: the sum stays in a register
+    and is stored at every edge).  The weights: ``weight[e]`` (``weight_mode`` 0),
+    ``strategy[slot[e]]`` (1), or either by the sign of ``slot[e]`` (2)."""
+    current = parent[e0]
+    total = zero
+    if weight_mode == 0:
+        for e in range(e0, e1):
+            h = parent[e]
+            total = (total if h == current else zero) + value[e] * weight[e]
+            current = h
+            value[h] = total
+    elif weight_mode == 1:
+        for e in range(e0, e1):
+            h = parent[e]
+            total = (total if h == current else zero) + value[e] * strategy[slot[e]]
+            current = h
+            value[h] = total
+    else:
+        for e in range(e0, e1):
+            h = parent[e]
+            s = slot[e]
+            w = strategy[s] if s >= 0 else weight[e]
+            total = (total if h == current else zero) + value[e] * w
+            current = h
+            value[h] = total
+
+
+@_njit
 def _values_and_regrets(parent: np.ndarray, slot: np.ndarray, actor: np.ndarray,
-                        edge_prob: np.ndarray, values: np.ndarray, reach: np.ndarray,
-                        stored: np.ndarray, chance_reach: np.ndarray, has_chance: bool,
+                        chance_prob: np.ndarray, strategy: np.ndarray,
+                        weight_mode: np.ndarray, values: np.ndarray, reach: np.ndarray,
+                        stored: np.ndarray, chance_level: np.ndarray,
+                        chance_reach: np.ndarray, has_chance: bool,
                         level_start: np.ndarray, mode: np.ndarray, lowest: int,
                         player: int, slot_start: int, regrets: np.ndarray,
                         own_sums: np.ndarray, instant: np.ndarray, has_instant: bool,
@@ -79,7 +114,9 @@ def _values_and_regrets(parent: np.ndarray, slot: np.ndarray, actor: np.ndarray,
     each level where it acts (``mode[d]``: 1 every edge, 2 the edges with ``actor ==
     player``) its regrets into ``regrets[slot - slot_start]`` (and ``instant``) and its own
     reach into ``own_sums``, both zeroed first.  ``stored[q, d]``: does reach row ``q``
-    hold level ``d`` itself (else read the parent's)."""
+    hold level ``d`` itself (else read the parent's); the chance reach of level ``d`` is
+    ``chance_level[d]`` where that is not NaN (the same at every node), else
+    ``chance_reach``."""
     own_sums[:] = zero
     if has_instant:
         instant[:] = zero
@@ -92,28 +129,28 @@ def _values_and_regrets(parent: np.ndarray, slot: np.ndarray, actor: np.ndarray,
         e1 = level_start[d + 1]
         if e1 == e0:
             continue
-        current = parent[e0]
-        total = zero
-        for e in range(e0, e1):
-            h = parent[e]
-            term = value[e] * edge_prob[e]
-            total = (total if h == current else zero) + term
-            current = h
-            value[h] = total
+        _sum_children(parent, value, chance_prob, slot, strategy, weight_mode[d], e0, e1,
+                      zero)
         level_mode = mode[d]
         if level_mode == 0:
             continue
         own_stored = stored[player, d - 1]
         other_stored = stored[other, d - 1] if num_players == 2 else True
+        level_chance = chance_level[d - 1] if has_chance else one
+        chance_constant = not has_chance or level_chance == level_chance  # (NaN: per node)
         for e in range(e0, e1):
             if level_mode == 2 and actor[e] != player:
                 continue
             h = parent[e]
+            if has_chance:
+                chance = level_chance if chance_constant else chance_reach[h]
+            else:
+                chance = one
             if num_players == 2:
                 # (1 x r_1) x chance or (1 x r_0) x (1 x chance): r_other x chance exactly
                 counterfactual = _reach_at(reach, other, h, parent, other_stored)
                 if has_chance:
-                    counterfactual = counterfactual * chance_reach[h]
+                    counterfactual = counterfactual * chance
             else:
                 before = one
                 for q in range(player):
@@ -122,7 +159,7 @@ def _values_and_regrets(parent: np.ndarray, slot: np.ndarray, actor: np.ndarray,
                 for q in range(player + 1, num_players):
                     after = after * _reach_at(reach, q, h, parent, stored[q, d - 1])
                 if has_chance:
-                    after = after * chance_reach[h]
+                    after = after * chance
                 counterfactual = before * after
             regret = (value[e] - value[h]) * counterfactual
             s = slot[e] - slot_start
@@ -162,14 +199,13 @@ def _regret_matching(regrets: np.ndarray, infoset_start: np.ndarray, uniform: np
 
 
 @_njit
-def _forward(parent: np.ndarray, slot: np.ndarray, actor: np.ndarray, edge_prob: np.ndarray,
-             reach: np.ndarray, stored: np.ndarray, level_start: np.ndarray,
-             mode: np.ndarray, highest: int, player: int,
-             strategy: np.ndarray) -> None:  # pragma: no cover - compiled
-    """Top-down from level ``highest``: the player's edges get ``strategy[slot]`` (the
-    solver's whole strategy, internal slots) as edge probability and reach ``reach(parent)
-    x probability``; the other nodes of a stored level (``stored[player, d]``) their
-    parent's reach, those of a level that is not stored nothing."""
+def _forward(parent: np.ndarray, slot: np.ndarray, actor: np.ndarray, reach: np.ndarray,
+             stored: np.ndarray, level_start: np.ndarray, mode: np.ndarray, highest: int,
+             player: int, strategy: np.ndarray) -> None:  # pragma: no cover - compiled
+    """Top-down from level ``highest``, the player's reach row: ``reach(parent) x
+    strategy[slot]`` below its decisions (``strategy``: the solver's whole strategy,
+    internal slots), the parent's reach elsewhere on a stored level (``stored[player,
+    d]``), nothing on a level that is not stored."""
     row = reach[player]
     flags = stored[player]
     depth = level_start.shape[0] - 1
@@ -180,15 +216,20 @@ def _forward(parent: np.ndarray, slot: np.ndarray, actor: np.ndarray, edge_prob:
         if level_mode == 0 and not flags[d]:
             continue
         above = flags[d - 1]
-        for e in range(e0, e1):
-            h = parent[e]
-            source = row[h] if above else row[parent[h]]
-            if level_mode == 1 or (level_mode == 2 and actor[e] == player):
-                probability = strategy[slot[e]]
-                edge_prob[e] = probability
-                row[e] = source * probability
-            else:
-                row[e] = source
+        if level_mode == 1 and above:
+            for e in range(e0, e1):
+                row[e] = row[parent[e]] * strategy[slot[e]]
+        elif level_mode == 1:
+            for e in range(e0, e1):
+                row[e] = row[parent[parent[e]]] * strategy[slot[e]]
+        else:
+            for e in range(e0, e1):
+                h = parent[e]
+                source = row[h] if above else row[parent[h]]
+                if level_mode == 2 and actor[e] == player:
+                    row[e] = source * strategy[slot[e]]
+                else:
+                    row[e] = source
 
 
 @dataclass
@@ -198,11 +239,13 @@ class FusedLayout:
     level_start: np.ndarray  # int64 [D + 1]
     parent: np.ndarray  # int32 [N]
     slot: np.ndarray  # int32 [N]
-    actor: np.ndarray  # int8 [N]
-    edge_prob: np.ndarray  # [N]
+    actor: np.ndarray  # int8 [N], or [0] when no level mixes actors
+    chance_prob: np.ndarray  # [N] (read below chance nodes only), or [0] without chance
+    weight_mode: np.ndarray  # int8 [D]: edges into d weighted by chance_prob, strategy, both
     values: np.ndarray  # [P, N]
     reach: np.ndarray  # [P, N]
-    chance_reach: np.ndarray  # [N], or [0] without chance
+    chance_level: np.ndarray  # [D]: a level's chance reach where constant, else NaN
+    chance_reach: np.ndarray  # [N], or [0] where every level's chance reach is constant
     mode: np.ndarray  # int8 [P, D]
     stored: np.ndarray  # bool [P, D]: reach row p holds level d itself
     first_level: list[int]
@@ -212,9 +255,9 @@ class FusedLayout:
     def nbytes(self) -> int:
         """Bytes held by the layout's arrays."""
         return sum(a.nbytes for a in (self.level_start, self.parent, self.slot, self.actor,
-                                      self.edge_prob, self.values, self.reach,
-                                      self.chance_reach, self.mode, self.stored,
-                                      *self.infoset_start))
+                                      self.chance_prob, self.weight_mode, self.values,
+                                      self.reach, self.chance_level, self.chance_reach,
+                                      self.mode, self.stored, *self.infoset_start))
 
 
 def build_layout(flat: Any, kinds: list[np.ndarray]) -> FusedLayout | None:
@@ -228,14 +271,32 @@ def build_layout(flat: Any, kinds: list[np.ndarray]) -> FusedLayout | None:
     n_players = flat.num_players
     if n_nodes >= 2**31 - 1 or flat.num_slots >= 2**31 - 1 or depth == 0:
         return None
+    # Each player's slots infoset by infoset (the solver numbers them so): offsets.
+    infoset_start = []
+    for local, (i0, i1) in zip(flat.local_action_infoset, flat.infoset_range):
+        local = local.numpy()
+        if local.size and np.any(local[1:] < local[:-1]):
+            return None
+        start = np.zeros(i1 - i0 + 1, dtype=np.int64)
+        np.cumsum(np.bincount(local, minlength=i1 - i0), out=start[1:])
+        infoset_start.append(start.astype(np.int32))
+    codes = {"none": MODE_NONE, "all": MODE_ALL, "mixed": MODE_MIXED}
+    mode = np.array([[codes[flat.level_share[p][d]] for d in range(depth)]
+                     for p in range(n_players)], dtype=np.int8).reshape(n_players, depth)
     dtype = flat.edge_prob.numpy().dtype
     level_start = np.asarray(starts, dtype=np.int64)
     parent = np.zeros(n_nodes, dtype=np.int32)
-    actor = np.zeros(n_nodes, dtype=np.int8)
+    actor = np.zeros(n_nodes if np.any(mode == MODE_MIXED) else 0, dtype=np.int8)
+    weight_mode = np.zeros(depth, dtype=np.int8)
     for d in range(1, depth):
         local = flat.parent_local[d].numpy()
         parent[starts[d]:starts[d + 1]] = local + starts[d - 1]
-        actor[starts[d]:starts[d + 1]] = kinds[d - 1][local]
+        above = kinds[d - 1][local]
+        below_chance = int(np.count_nonzero(above == KIND_CHANCE))
+        weight_mode[d] = 0 if below_chance == above.size else 1 if below_chance == 0 else 2
+        if actor.size:
+            actor[starts[d]:starts[d + 1]] = above
+        del above
     slot = np.full(n_nodes, -1, dtype=np.int32)
     level_of_slot = np.full(flat.num_slots, -1, dtype=np.int32)
     for p in range(n_players):
@@ -251,8 +312,9 @@ def build_layout(flat: Any, kinds: list[np.ndarray]) -> FusedLayout | None:
             level_of_slot[slots] = d
             slot[child] = slots
     del level_of_slot
-    edge_prob = np.ones(n_nodes, dtype=dtype)
-    edge_prob[:flat.edge_prob_end] = flat.edge_prob.numpy()
+    chance_prob = np.zeros(n_nodes if flat.has_chance else 0, dtype=dtype)
+    if flat.has_chance:
+        chance_prob[:flat.edge_prob_end] = flat.edge_prob.numpy()
     values = np.zeros((n_players, n_nodes), dtype=dtype)
     for d in range(depth):
         utility = flat.utility_levels[d].numpy()
@@ -263,24 +325,20 @@ def build_layout(flat: Any, kinds: list[np.ndarray]) -> FusedLayout | None:
                  else flat.terminal_index[d].numpy())
         values[:, starts[d] + index] = utility
     reach = np.ones((n_players, n_nodes), dtype=dtype)
-    chance_reach = np.zeros(n_nodes if flat.has_chance else 0, dtype=dtype)
+    # Chance reach: one number for a level where it is the same at every node (below
+    # liars_dice's dice rolls), the nodes' own otherwise.
+    chance_level = np.full(depth, np.nan, dtype=dtype)
+    per_node = []
     if flat.has_chance:
         for d in range(depth):
             level = flat.chance_reach[d].numpy()
-            if level.shape[0]:
-                chance_reach[starts[d]:starts[d + 1]] = level
-    codes = {"none": MODE_NONE, "all": MODE_ALL, "mixed": MODE_MIXED}
-    mode = np.array([[codes[flat.level_share[p][d]] for d in range(depth)]
-                     for p in range(n_players)], dtype=np.int8).reshape(n_players, depth)
-    # Each player's slots infoset by infoset (the solver numbers them so): offsets.
-    infoset_start = []
-    for local, (i0, i1) in zip(flat.local_action_infoset, flat.infoset_range):
-        local = local.numpy()
-        if local.size and np.any(local[1:] < local[:-1]):
-            return None
-        start = np.zeros(i1 - i0 + 1, dtype=np.int64)
-        np.cumsum(np.bincount(local, minlength=i1 - i0), out=start[1:])
-        infoset_start.append(start.astype(np.int32))
+            if level.shape[0] and bool(np.all(level == level[0])):
+                chance_level[d] = level[0]
+            elif level.shape[0]:
+                per_node.append(d)
+    chance_reach = np.zeros(n_nodes if per_node else 0, dtype=dtype)
+    for d in per_node:
+        chance_reach[starts[d]:starts[d + 1]] = flat.chance_reach[d].numpy()
     # A level where a row's player does not act keeps no copy of its parents' reach
     # (readers look one level up), unless the level above keeps none either.
     first_level = [max(f, 1) for f in flat.first_level]
@@ -288,8 +346,9 @@ def build_layout(flat: Any, kinds: list[np.ndarray]) -> FusedLayout | None:
     for p in range(n_players):
         for d in range(first_level[p], depth):
             stored[p, d] = mode[p, d] != MODE_NONE or not stored[p, d - 1]
-    return FusedLayout(level_start, parent, slot, actor, edge_prob, values, reach,
-                       chance_reach, mode, stored, first_level, infoset_start)
+    return FusedLayout(level_start, parent, slot, actor, chance_prob, weight_mode, values,
+                       reach, chance_level, chance_reach, mode, stored, first_level,
+                       infoset_start)
 
 
 class FusedPasses:
@@ -308,12 +367,12 @@ class FusedPasses:
         flat = solver._flat
         n_players = flat.num_players
         self.num_players = n_players
-        dtype = layout.edge_prob.dtype
+        dtype = layout.values.dtype
         self.dtype = dtype
         self.zero = dtype.type(0.0)
         self.one = dtype.type(1.0)
         self.tolerance = dtype.type(regret_tolerance(solver.dtype))
-        self.has_chance = bool(layout.chance_reach.shape[0])
+        self.has_chance = bool(flat.has_chance)
         self.slot_start = [a0 for a0, _ in flat.slot_range]
         self.strategy_all = solver._strategy.numpy()
         self.strategy = [t.numpy() for t in solver._strategy_views]
@@ -333,10 +392,12 @@ class FusedPasses:
             return
         layout = self.layout
         instant = self.instant[player]
-        _values_and_regrets(layout.parent, layout.slot, layout.actor, layout.edge_prob,
-                            layout.values, layout.reach, layout.stored, layout.chance_reach,
-                            self.has_chance, layout.level_start, layout.mode[player],
-                            layout.first_level[player], player, self.slot_start[player],
+        _values_and_regrets(layout.parent, layout.slot, layout.actor, layout.chance_prob,
+                            self.strategy_all, layout.weight_mode, layout.values,
+                            layout.reach, layout.stored, layout.chance_level,
+                            layout.chance_reach, self.has_chance, layout.level_start,
+                            layout.mode[player], layout.first_level[player], player,
+                            self.slot_start[player],
                             regrets, self.own_sums[player], instant, instant.shape[0] > 0,
                             self.zero, self.one)
 
@@ -346,11 +407,12 @@ class FusedPasses:
                          self.tolerance, self.zero, self.strategy[player])
 
     def refresh_player(self, player: int) -> None:
-        """After ``player``'s strategy changed: its edge probabilities and reach row."""
+        """After ``player``'s strategy changed: its reach row (the values step reads the
+        edge probabilities from the strategy itself)."""
         layout = self.layout
-        _forward(layout.parent, layout.slot, layout.actor, layout.edge_prob, layout.reach,
-                 layout.stored, layout.level_start, layout.mode[player], layout.first_level[player], player,
-                 self.strategy_all)
+        _forward(layout.parent, layout.slot, layout.actor, layout.reach, layout.stored,
+                 layout.level_start, layout.mode[player], layout.first_level[player],
+                 player, self.strategy_all)
 
     def refresh_all(self) -> None:
         """Every player's edge probabilities and reach row from the current strategy."""
