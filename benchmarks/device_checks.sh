@@ -11,7 +11,8 @@
 #
 # tournament: a duplicate `pasur tournament` on local worker processes (--processes, no Ray on
 # that machine), stopped by SIGINT after TOURNAMENT_SECONDS (finished deals kept); settings from
-# TOURNAMENT_AGENTS, TOURNAMENT_DEALS, TOURNAMENT_BUDGET (seconds per move), TOURNAMENT_PROCESSES.
+# TOURNAMENT_AGENTS, TOURNAMENT_DEALS, TOURNAMENT_SEED, TOURNAMENT_BUDGET (seconds per move),
+# TOURNAMENT_DRAWS (determinizations cap: large, so the time budget governs), TOURNAMENT_PROCESSES.
 set -uo pipefail
 OUT=${OUT:-gpu_out}
 mkdir -p "$OUT"
@@ -43,8 +44,10 @@ for part in $parts; do
       fi ;;
     tournament)
       timeout -s INT "${TOURNAMENT_SECONDS:-300}" python3 -m tensorcfr.cli.main pasur tournament \
-        --agents "${TOURNAMENT_AGENTS:-pimc,hidden-model,ismcts-time}" \
-        --deals "${TOURNAMENT_DEALS:-400}" --seconds-per-move "${TOURNAMENT_BUDGET:-0.25}" \
+        --agents "${TOURNAMENT_AGENTS:-round-search,hidden-model,ismcts-time}" \
+        --deals "${TOURNAMENT_DEALS:-400}" --seed "${TOURNAMENT_SEED:-0}" \
+        --seconds-per-move "${TOURNAMENT_BUDGET:-0.25}" \
+        --determinizations "${TOURNAMENT_DRAWS:-10000}" \
         --processes "${TOURNAMENT_PROCESSES:-15}" --out /tmp/tournament --json \
         > "$OUT/tournament.json" 2> /tmp/tournament.err
       echo "tournament exit $?" | tee -a "$OUT/log.txt"; tail -n 5 /tmp/tournament.err | tee -a "$OUT/log.txt"
