@@ -7,9 +7,12 @@ the operators' own time grouped as *index arithmetic* (gathers and scatters:
 comparisons, ``clamp``), *allocation and fills* (``empty``, ``zero_``, ``fill_``, ``copy_``)
 and *views* (``slice``, ``as_strided``, ``expand``, ...), and the rest of the wall time
 as *Python and dispatch* (the interpreter and torch's per-call overhead outside the
-kernels); wall time, so a loaded machine inflates every group alike.  For the compiled passes (the default on CPU from 100k nodes): process CPU time
-of each pass (values, regrets, average, regret matching, edges and reach), best of
-``--reps``.
+kernels); wall time, so a loaded machine inflates every group alike.  For the compiled
+passes (the default on CPU from 100k nodes), the level passes (``NumbaPasses(solver,
+fused=False)``, the compiled passes before the fused ones) and the fused passes
+(:mod:`tensorcfr.core.fused_passes`) in the same process: process CPU time of each pass
+(values and regrets, the torch discount and average, regret matching, edges and reach),
+best of ``--reps``, and what the iteration spends outside them.
 
 Usage::
 
@@ -69,7 +72,9 @@ def profile_torch(solver: object, iterations: int) -> dict:
 
 
 def profile_numba(solver: object, reps: int) -> dict:
-    """Best-of-``reps`` process CPU time of each pass of the compiled path, per iteration."""
+    """Best-of-``reps`` process CPU time of each pass of the compiled path, per iteration
+    (both players), the whole iteration, and what is left of it outside the passes
+    (Python, the calls' argument checks)."""
     passes = solver._numba_passes  # type: ignore[attr-defined]
     players = range(solver._flat.num_players)  # type: ignore[attr-defined]
 
@@ -81,17 +86,23 @@ def profile_numba(solver: object, reps: int) -> dict:
             times.append(time.process_time() - started)
         return min(times) * 1e3
 
+    fused = passes.kind == "fused"
     parts = {
-        "values and regrets (compiled)": lambda: [passes.values_and_regrets(p) for p in players],
+        ("values and regrets, bottom-up" if fused else "values and regrets"):
+            lambda: [passes.values_and_regrets(p) for p in players],
         "discount and average (torch)": lambda: [solver._finish_update(p)  # type: ignore
                                                  for p in players],
-        "regret matching (compiled)": lambda: [
+        "regret matching": lambda: [
             passes.regret_matching(p, solver._regret_views[p].numpy())  # type: ignore
             for p in players],
-        "edges and reach (compiled)": lambda: [passes.refresh_player(p) for p in players],
+        ("reach, top-down" if fused else "edges and reach"):
+            lambda: [passes.refresh_player(p) for p in players],
     }
     out = {name: best(function) for name, function in parts.items()}
     out["whole iteration"] = best(solver.evaluate_and_update_policy)  # type: ignore
+    out["outside the passes"] = max(out["whole iteration"]
+                                    - sum(v for k, v in out.items() if k != "whole iteration"),
+                                    0.0)
     return out
 
 
@@ -114,11 +125,22 @@ def main() -> int:
         tree = flatten_game(game)
         torch_solver = TorchPasses(tree)
         torch_solver.iterate(2)
-        compiled = TensorCFRSolver(tree)
-        compiled.iterate(2)
-        report[game] = {"torch passes": profile_torch(torch_solver, args.iterations),
-                        "compiled passes": (profile_numba(compiled, args.reps)
-                                            if compiled.uses_numba else None)}
+        report[game] = {"torch passes": profile_torch(torch_solver, args.iterations)}
+        del torch_solver
+        for kind in ("level", "fused"):
+            compiled = TensorCFRSolver(tree)
+            if not compiled.uses_numba:
+                break
+            if kind == "level":  # the compiled passes before the fused ones
+                from tensorcfr.core.numba_passes import NumbaPasses
+
+                compiled._numba_passes = NumbaPasses(compiled, fused=False)
+                compiled._refresh_all()
+            elif compiled._numba_passes.kind != "fused":
+                break
+            compiled.iterate(2)
+            report[game][f"compiled passes ({kind})"] = profile_numba(compiled, args.reps)
+            del compiled
         if not args.json:
             entry = report[game]["torch passes"]
             print(f"{game}: torch passes, {entry['wall_ms_profiled']:.2f} wall ms/iteration "
@@ -126,10 +148,12 @@ def main() -> int:
             for name, ms in entry["groups_ms"].items():
                 share = 100 * ms / entry["wall_ms_profiled"]
                 print(f"  {name:24s} {ms:7.2f} ms {share:5.1f} %")
-            if report[game]["compiled passes"]:
-                print(f"{game}: compiled passes (best of {args.reps})")
-                for name, ms in report[game]["compiled passes"].items():
-                    print(f"  {name:32s} {ms:7.2f} ms")
+            for kind in ("level", "fused"):
+                entry = report[game].get(f"compiled passes ({kind})")
+                if entry:
+                    print(f"{game}: compiled passes, {kind} (best of {args.reps})")
+                    for name, ms in entry.items():
+                        print(f"  {name:32s} {ms:7.2f} ms")
     if args.json:
         print(json.dumps(report, indent=1))
     return 0
