@@ -115,11 +115,10 @@ def test_embedding_file_roundtrip_and_corrupt(tmp_path) -> None:
 
 
 def _cli(*args: str):
-    import subprocess
-    import sys
+    """``tensorcfr ARGS`` in-process (the same entry point as the console script)."""
+    from _cli_helpers import cli
 
-    return subprocess.run([sys.executable, "-m", "tensorcfr.cli.main", *args],
-                          capture_output=True, text=True, timeout=300)
+    return cli(*args)
 
 
 def test_cli_solve_abstraction_and_errors(tmp_path) -> None:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import math
 import subprocess
-import sys
 
 import numpy as np
 import pytest
+from _cli_helpers import cli
 
 from tensorcfr.abstraction.bucket_map import (BucketMap, BucketMapMismatchError,
                                               load_bucket_map)
@@ -142,8 +142,8 @@ def test_corrupt_bucket_map(tmp_path) -> None:
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tensorcfr.cli.main", *args],
-                          capture_output=True, text=True, timeout=300)
+    """``tensorcfr ARGS`` in-process (the same entry point as the console script)."""
+    return cli(*args)
 
 
 def test_cli_abstract_json(tmp_path) -> None:

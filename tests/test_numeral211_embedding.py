@@ -94,14 +94,12 @@ def test_library_run_writes_the_file_with_diagnostics(tmp_path) -> None:
 
 
 def test_cli_embed_json_reports_the_diagnostics_per_round(tmp_path) -> None:
-    import subprocess
-    import sys
+    from _cli_helpers import cli  # the entry point in-process
 
     out = tmp_path / "phi.npz"
-    base = [sys.executable, "-m", "tensorcfr.cli.main", "numeral211", "embed", "--ranks", "9TA",
+    base = ["numeral211", "embed", "--ranks", "9TA",
             "--suits", "2", "--flop", "3", "--turn", "4", "--hidden", "16", "--out", str(out)]
-    proc = subprocess.run(base + ["--max-epochs", "3", "--net", "conv", "--sharpness", "0.1",
-                                  "--json"], capture_output=True, text=True, timeout=300)
+    proc = cli(*base, "--max-epochs", "3", "--net", "conv", "--sharpness", "0.1", "--json")
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
     for key in ("loss", "target_variance", "advisors_used", "top1_mean"):
@@ -111,7 +109,7 @@ def test_cli_embed_json_reports_the_diagnostics_per_round(tmp_path) -> None:
     assert result["budget"]["max_epochs"] == 3 and out.exists()
     for extra, message in ((["--net", "rnn"], "--net"), (["--sharpness", "-1"], "--sharpness"),
                            (["--holdout", "1.5"], "holdout")):
-        proc = subprocess.run(base + extra, capture_output=True, text=True, timeout=300)
+        proc = cli(*base, *extra)
         assert proc.returncode == 2, (extra, proc.stderr)
         assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
 
@@ -259,20 +257,18 @@ def test_teacher_options_refuse_bad_values(tmp_path) -> None:
 
 
 def test_cli_embed_distill_json_names_the_teacher(tmp_path) -> None:
-    import subprocess
-    import sys
+    from _cli_helpers import cli  # the entry point in-process
 
     from tensorcfr.games.numeral211.abstraction.abstractions import build_abstraction
 
     teacher = tmp_path / "paemd.npz"
     build_abstraction(SMALL, "paemd", 4, 3).save(teacher)
-    base = [sys.executable, "-m", "tensorcfr.cli.main", "numeral211"]
+    base = ["numeral211"]
     game = ["--ranks", "9TA", "--suits", "2", "--flop", "4", "--turn", "3"]
     out = tmp_path / "phi.npz"
     embed = base + ["embed", *game, "--hidden", "16", "--out", str(out)]
-    proc = subprocess.run(embed + ["--max-epochs", "3", "--objective", "distill", "--teacher",
-                                   str(teacher), "--teacher-temperature", "0.2", "--json"],
-                          capture_output=True, text=True, timeout=300)
+    proc = cli(*embed, "--max-epochs", "3", "--objective", "distill", "--teacher",
+               str(teacher), "--teacher-temperature", "0.2", "--json")
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
     assert result["objective"] == "distill" and result["teacher_temperature"] == 0.2
@@ -284,6 +280,6 @@ def test_cli_embed_distill_json_names_the_teacher(tmp_path) -> None:
     assert load_embedding(out).meta["objective"] == "distill"
     # (the settings' checks are tested in-process above; one refusal end to end)
     for extra, message in ((["--teacher", str(teacher)], "--teacher"),):
-        proc = subprocess.run(embed + extra, capture_output=True, text=True, timeout=300)
+        proc = cli(*embed, *extra)
         assert proc.returncode == 2, (extra, proc.stderr)
         assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1

@@ -226,11 +226,10 @@ def test_soft_clustering_file_roundtrip(tmp_path) -> None:
 
 
 def _cli(*args: str):
-    import subprocess
-    import sys
+    """``tensorcfr ARGS`` in-process (the same entry point as the console script)."""
+    from _cli_helpers import cli
 
-    return subprocess.run([sys.executable, "-m", "tensorcfr.cli.main", *args],
-                          capture_output=True, text=True, timeout=300)
+    return cli(*args)
 
 
 def test_cli_soft_clustering_options(tmp_path) -> None:
