@@ -4,9 +4,15 @@ One persistent worker process per solver and game, one thread each (torch, OMP, 
 the timed repetitions go round-robin over the workers in a rotating order, so the load of
 a shared machine hits every solver alike: compare the ratios of one run.  Solvers:
 
-* ``new``: ``TensorCFRSolver(game)`` of this checkout (CPU: the compiled loops of
-  ``tensorcfr.core.numba_passes`` on trees from 100k nodes);
+* ``new``: ``TensorCFRSolver(game)`` of this checkout (CPU, trees from 100k nodes: the
+  compiled passes, the fused ones of ``tensorcfr.core.fused_passes`` where they apply);
+* ``new_level``: the same with the level passes (``NumbaPasses(solver, fused=False)``:
+  the compiled passes before the fused ones);
 * ``new_torch``: the same with ``numba_min_nodes = None`` (the torch passes);
+* ``numba_runtime``: memory only: the compiled passes forced on ``kuhn_poker`` (a few
+  dozen nodes), so its growth above the baseline is numba's own (the import, LLVM, the
+  cached compiled code of both engines), the fixed cost per process that ``new`` pays
+  on top of its data;
 * ``old``: ``TensorCFRSolver(game)`` of another copy of the code (``--old-src``, e.g. a
   ``git worktree add --detach /tmp/engine_old <commit>``'s ``src``);
 * ``cpp``: OpenSpiel's C++ ``pyspiel.CFRSolver``.
@@ -16,7 +22,9 @@ set-up seconds, ms per iteration (wall and process CPU, medians over repetitions
 paired ratio to ``cpp`` is the median of the per-repetition ratios) and memory: the RSS
 after importing the libraries and loading the game (the *baseline*), the peak RSS
 (``VmHWM``) after the timed iterations, and the anonymous (data) part of the growth
-(``RssAnon``: what the solver allocated, without the library code it touched).
+(``RssAnon``: what the solver allocated, without the library code it touched).  The
+baseline is taken before the solver is built, so numba's import and the loading of its
+compiled code count against ``new``; ``numba_runtime`` says how much of it that is.
 
 Usage::
 
@@ -54,6 +62,8 @@ def memory():
 import torch
 torch.set_num_threads(1)
 import pyspiel
+if solver_name == "numba_runtime":
+    game_string = "kuhn_poker"
 game = pyspiel.load_game(game_string)
 if solver_name != "cpp":
     from tensorcfr.games.openspiel.solvers import TensorCFRSolver
@@ -65,12 +75,28 @@ else:
     cls = TensorCFRSolver
     if solver_name == "new_torch":
         cls = type("TorchPasses", (TensorCFRSolver,), {"numba_min_nodes": None})
+    if solver_name == "numba_runtime":
+        cls = type("Compiled", (TensorCFRSolver,),
+                   {"numba_min_nodes": 0, "numpy_fast_path_max_nodes": -1})
     solver = cls(game, algo="cfr", dtype="float64")
+    if solver_name == "numba_runtime":  # load the level passes' compiled code too
+        from tensorcfr.core.numba_passes import LevelPasses
+        level = LevelPasses(solver)
+        level.values_and_regrets(0)
+        level.regret_matching(0, solver._regret_views[0].numpy())
+        level.refresh_player(0)
+        solver._refresh_all()
+    if solver_name == "new_level":
+        from tensorcfr.core.numba_passes import NumbaPasses
+        solver._numba_passes = NumbaPasses(solver, fused=False)
+        solver._refresh_all()
 setup = time.perf_counter() - started
 info = {}
 for name in ("uses_numba", "uses_numpy_fast_path"):
     if hasattr(solver, name):
         info[name] = bool(getattr(solver, name))
+if getattr(solver, "_numba_passes", None) is not None:
+    info["compiled_passes"] = solver._numba_passes.kind
 for _ in range(2):
     solver.evaluate_and_update_policy()
 print(json.dumps({"setup_s": setup, "baseline": baseline, "info": info}), flush=True)
@@ -128,7 +154,8 @@ def bench_game(game: str, solvers: list[str], sources: dict[str, Path], reps: in
     counts = {}
     for name, worker in workers.items():  # iterations per repetition
         first = worker.run(1)
-        counts[name] = max(1, int(min_rep_seconds * 1e3 / max(first["wall_ms"], 1e-3)))
+        counts[name] = (1 if name == "numba_runtime" else  # (memory only)
+                        max(1, int(min_rep_seconds * 1e3 / max(first["wall_ms"], 1e-3))))
     samples: dict[str, list[dict]] = {name: [] for name in workers}
     order = list(workers)
     for rep in range(reps):
@@ -157,6 +184,9 @@ def bench_game(game: str, solvers: list[str], sources: dict[str, Path], reps: in
     if "cpp" in samples:
         cpp = result["solvers"]["cpp"]
         for name, entry in result["solvers"].items():
+            if name == "numba_runtime":
+                entry["peak_above_baseline_mb_vs_cpp"] = None
+                continue
             for kind in ("wall", "cpu"):
                 ratios = [c / o for c, o in zip(cpp[f"{kind}_ms_reps"], entry[f"{kind}_ms_reps"])]
                 entry[f"{kind}_speedup_vs_cpp"] = statistics.median(ratios)
@@ -186,14 +216,21 @@ def _cpu_model() -> str:
 
 def render(report: dict) -> str:
     """The markdown table of a report."""
-    names = {"new": "new (numba)", "new_torch": "new, torch passes", "old": "old",
-             "cpp": "OpenSpiel C++"}
+    names = {"new": "new (fused compiled passes)", "new_level": "level compiled passes",
+             "new_torch": "torch passes", "old": "old", "cpp": "OpenSpiel C++",
+             "numba_runtime": "numba runtime only (kuhn_poker)"}
     lines = ["| game | solver | set-up s | ms/iter | CPU ms/iter | x C++ (wall) | "
              "x C++ (CPU) | above baseline MiB | anon above baseline MiB | mem / C++ |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for game in report["games"]:
         for name, entry in game["solvers"].items():
             ratio = entry.get("peak_above_baseline_mb_vs_cpp")
+            if name == "numba_runtime":
+                lines.append(
+                    f"| {game['game']} | {names[name]} | {entry['setup_s']:.2f} | — | — | — | "
+                    f"— | {entry['peak_above_baseline_mb']:.1f} | "
+                    f"{entry['anon_above_baseline_mb']:.1f} | — |")
+                continue
             lines.append(
                 f"| {game['game']} | {names.get(name, name)} | {entry['setup_s']:.2f} | "
                 f"{entry['wall_ms']:.2f} | {entry['cpu_ms']:.2f} | "
@@ -207,7 +244,7 @@ def render(report: dict) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--games", default="liars_dice,tic_tac_toe")
-    parser.add_argument("--solvers", default="new,new_torch,old,cpp")
+    parser.add_argument("--solvers", default="new,new_level,new_torch,cpp,numba_runtime")
     parser.add_argument("--old-src", type=Path, default=None,
                         help="src folder of the code to compare with (solver 'old')")
     parser.add_argument("--reps", type=int, default=7)

@@ -14,16 +14,19 @@ tree is one set of flat arrays in level order (node ``i`` of level ``d`` at
 2. :func:`_regret_matching`: infoset by infoset, the sums in registers (the solver's torch
    step floors / discounts the regrets and updates the average before it: two operations
    on the player's slots);
-3. :func:`_forward`: top-down, the new strategy onto the player's edges and its reach
-   row.  A level where the player does not act keeps no copy of its parents' reach row
-   (``stored``): readers look one level up.
+3. :func:`_forward`: top-down, the player's reach row under its new strategy (no edge
+   probability is stored: the values step reads a decision edge's from the strategy).  A
+   level where the player does not act keeps no copy of its parents' reach (``stored``):
+   readers look one level up.
 
 Arrays (``N`` nodes, ``P`` players; int32 indices): ``parent`` [N] the parent's global
 index, ``slot`` [N] the internal slot of the edge into a decision node's child (-1 below
 chance), ``actor`` [N] int8 the parent's kind (read on levels that mix actors),
-``edge_prob`` [N], ``values`` [P, N] (the terminals' utilities written once: a terminal is
-never a parent, so they are never overwritten), ``reach`` [P, N], ``chance_reach`` [N]
-(constant; empty without chance), ``infoset_start`` per player [I_p + 1].
+``chance_prob`` (the chance edges' probabilities, up to the last level that has some;
+decision edges read the strategy), ``values`` [P, N] (the terminals' utilities written
+once: a terminal is never a parent, so they are never overwritten), ``reach`` [P, N less
+the last level] (read at parents only), the chance reach (one number per level where it
+is constant, else per node), ``infoset_start`` per player [I_p + 1].
 
 **Exactly the torch passes' arithmetic**: a node's value is ``0 + v(c_0) w_0 + v(c_1) w_1
 + ...`` in action order; each regret is ``(v(ha) - v(h)) x cf(h)`` with ``cf`` multiplied
@@ -209,7 +212,7 @@ def _forward(parent: np.ndarray, slot: np.ndarray, actor: np.ndarray, reach: np.
     row = reach[player]
     flags = stored[player]
     depth = level_start.shape[0] - 1
-    for d in range(highest, depth):
+    for d in range(highest, depth - 1):  # (the last level is nobody's parent)
         e0 = level_start[d]
         e1 = level_start[d + 1]
         level_mode = mode[d]
@@ -240,10 +243,10 @@ class FusedLayout:
     parent: np.ndarray  # int32 [N]
     slot: np.ndarray  # int32 [N]
     actor: np.ndarray  # int8 [N], or [0] when no level mixes actors
-    chance_prob: np.ndarray  # [N] (read below chance nodes only), or [0] without chance
+    chance_prob: np.ndarray  # [up to the last level with a chance edge]
     weight_mode: np.ndarray  # int8 [D]: edges into d weighted by chance_prob, strategy, both
     values: np.ndarray  # [P, N]
-    reach: np.ndarray  # [P, N]
+    reach: np.ndarray  # [P, N - the last level's nodes]
     chance_level: np.ndarray  # [D]: a level's chance reach where constant, else NaN
     chance_reach: np.ndarray  # [N], or [0] where every level's chance reach is constant
     mode: np.ndarray  # int8 [P, D]
@@ -312,9 +315,13 @@ def build_layout(flat: Any, kinds: list[np.ndarray]) -> FusedLayout | None:
             level_of_slot[slots] = d
             slot[child] = slots
     del level_of_slot
-    chance_prob = np.zeros(n_nodes if flat.has_chance else 0, dtype=dtype)
-    if flat.has_chance:
-        chance_prob[:flat.edge_prob_end] = flat.edge_prob.numpy()
+    # Chance edges' probabilities up to the last level that has some (the top two levels
+    # of liars_dice); decision edges read the strategy.
+    chance_levels = [d for d in range(1, depth) if weight_mode[d] != 1]
+    chance_end = starts[chance_levels[-1] + 1] if chance_levels else 0
+    if chance_end > flat.edge_prob_end:
+        return None  # (a level without stored edge probabilities is below one player)
+    chance_prob = flat.edge_prob.numpy()[:chance_end].copy()
     values = np.zeros((n_players, n_nodes), dtype=dtype)
     for d in range(depth):
         utility = flat.utility_levels[d].numpy()
@@ -324,7 +331,8 @@ def build_layout(flat: Any, kinds: list[np.ndarray]) -> FusedLayout | None:
         index = (np.arange(size) if utility.shape[1] == size
                  else flat.terminal_index[d].numpy())
         values[:, starts[d] + index] = utility
-    reach = np.ones((n_players, n_nodes), dtype=dtype)
+    # Reach is read at parents only: none for the last level.
+    reach = np.ones((n_players, starts[depth - 1] if depth > 1 else n_nodes), dtype=dtype)
     # Chance reach: one number for a level where it is the same at every node (below
     # liars_dice's dice rolls), the nodes' own otherwise.
     chance_level = np.full(depth, np.nan, dtype=dtype)
