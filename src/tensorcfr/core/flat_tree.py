@@ -81,18 +81,34 @@ class FlatTree:
 
     def __init__(self, tree: LevelTree, device: torch.device, dtype: torch.dtype,
                  chunk: int = PASS_CHUNK) -> None:
-        n_players = tree.num_players
-        self.num_players = n_players
+        self.num_players = tree.num_players
+        self.device = device
+        self.dtype = dtype
+        self.chunk = chunk
         sizes = tree.level_sizes()
         starts = [0]
         for size in sizes:
             starts.append(starts[-1] + size)
         self.level_start = starts
         self.num_nodes = starts[-1]
-        n_nodes = self.num_nodes
-        self.chunk = chunk
+        self.num_terminals = tree.num_terminals
+        new_of_old_slot = self._number_slots(tree)
+        self.gathered_last = self._gathered_last_player(tree)
+        self._lay_out_levels(tree, new_of_old_slot)
+        del new_of_old_slot
+        self._mark_stored_levels(sizes)
+        # first level holding a child of p's decision node (depth when p never acts)
+        self.first_level = [levels[0].depth if levels else len(sizes)
+                            for levels in self.player_levels]
+        self.max_level_nodes = max(sizes) if sizes else 0
 
-        # --- internal infoset / slot numbering: grouped by player, stable within a player.
+    def _number_slots(self, tree: LevelTree) -> Tensor:
+        """Number infosets and slots internally, grouped by player and stable within a
+        player: sets the counts, :attr:`tree_slot_of_internal`, each player's infoset and
+        slot ranges, its slots' local infosets and uniform strategy; returns the internal
+        slot of each tree slot (int32 where the count allows)."""
+        n_players = self.num_players
+        device = self.device
         num_infosets = tree.num_infosets
         player = tree.infoset_player.cpu().long()
         num_actions = tree.infoset_num_actions.cpu().long()
@@ -140,26 +156,51 @@ class FlatTree:
             a0, a1 = self.slot_range[p]
             self.local_action_infoset.append((internal_infoset[a0:a1] - i0).to(
                 device=device, dtype=torch.int32 if num_infosets < 2**31 - 1 else torch.long))
-            self.uniform.append(counts[internal_infoset[a0:a1]].reciprocal().to(device=device,
-                                                                                dtype=dtype))
-        del counts, internal_infoset
+            self.uniform.append(counts[internal_infoset[a0:a1]].reciprocal().to(
+                device=device, dtype=self.dtype))
+        return new_of_old_slot
 
-        # --- nodes, level by level (only per-level temporaries besides the kept arrays).
-        # The last level, when it holds terminals only and they all hang below one
-        # player's decision nodes (battleship: 82% of the nodes), keeps no edge
-        # probabilities: the backward pass gathers them from that player's strategy.
-        self.gathered_last: int | None = None
+    @staticmethod
+    def _gathered_last_player(tree: LevelTree) -> int | None:
+        """The player whose strategy gives the last level's edge probabilities, or None.
+
+        The last level, when it holds terminals only and they all hang below one
+        player's decision nodes (battleship: 82% of the nodes), keeps no edge
+        probabilities: the backward pass gathers them from that player's strategy."""
+        sizes = tree.level_sizes()
         if len(sizes) > 1 and sizes[-1]:
             last = tree.levels[-1]
             if bool((last.kind == KIND_TERMINAL).all()):
                 parent_kind = tree.levels[-2].kind.index_select(0, last.parent)
                 actor = int(parent_kind[0])
                 if actor >= 0 and bool((parent_kind == actor).all()):
-                    self.gathered_last = actor
-                del parent_kind
+                    return actor
+        return None
+
+    def _utility_buffer(self, tree: LevelTree) -> Tensor | None:
+        """Where the terminal utilities go: None when every level's compact ``[T_d, P]``
+        array already has the solver's dtype and device (used as it is, through
+        transposed views: no copy, so no moment with two copies either), else one zeroed
+        ``[P, T]`` buffer in the solver's dtype (sets :attr:`shares_utility`)."""
+        self.shares_utility = all(
+            getattr(level, "terminal_utility", None) is not None
+            and level.terminal_utility.dtype == self.dtype
+            and level.terminal_utility.device == self.device for level in tree.levels)
+        if self.shares_utility:
+            return None
+        return torch.zeros((self.num_players, self.num_terminals), dtype=self.dtype,
+                           device=self.device)
+
+    def _lay_out_levels(self, tree: LevelTree, new_of_old_slot: Tensor) -> None:
+        """Nodes, level by level (only per-level temporaries besides the kept arrays):
+        terminal positions, edge probabilities, utilities, parents, each player's edges
+        and the chance reach."""
+        n_players = self.num_players
+        device, dtype = self.device, self.dtype
         # edge_prob: probability of the edge into each node (the chance probability below
         # chance nodes; 1 below decision nodes until the solver writes the strategy there).
-        self.edge_prob_end = starts[-2] if self.gathered_last is not None else n_nodes
+        starts = self.level_start
+        self.edge_prob_end = starts[-2] if self.gathered_last is not None else self.num_nodes
         self.edge_prob = torch.ones(self.edge_prob_end, dtype=dtype, device=device)
         # Local parent index inside the previous level, per level (the int64 scatter_add_
         # targets of the backward pass; the tree's own arrays when already int64).
@@ -178,100 +219,129 @@ class FlatTree:
         # a level where it is the same at every node (e.g. every node below the dice
         # rolls of liars_dice) keeps one number, expanded to the level's length.
         self.chance_reach: list[Tensor] = []
-        chance_prev: Tensor | None = None
-        num_terminals = tree.num_terminals
-        # Terminal utilities per level, [P, T_d] (player rows).  A tree in the compact
-        # layout with the solver's device and dtype is used as it is (its [T_d, P]
-        # arrays, transposed views): no copy, so no moment with two copies either.
-        # Otherwise one [P, T] copy in the solver's dtype, viewed per level.
-        share = all(getattr(level, "terminal_utility", None) is not None
-                    and level.terminal_utility.dtype == dtype
-                    and level.terminal_utility.device == device for level in tree.levels)
-        utility = (None if share else
-                   torch.zeros((n_players, num_terminals), dtype=dtype, device=device))
+        # Terminal utilities per level, [P, T_d] (player rows).
         self.utility_levels: list[Tensor] = []
+        utility = self._utility_buffer(tree)
+        chance_prev: Tensor | None = None
         prev_kind: Tensor | None = None
         for d, level in enumerate(tree.levels):
-            s, e = starts[d], starts[d + 1]
-            n = e - s
             kind = level.kind.cpu()
-            terminal = kind == KIND_TERMINAL
-            num_level_terminals = int(terminal.sum())
-            self.terminal_index.append(
-                torch.nonzero(terminal).squeeze(1).to(device)
-                if 0 < num_level_terminals < n else None)
-            del terminal
-            if s < self.edge_prob_end:
-                compact = getattr(level, "chance_edge_prob", None)
-                if compact is None:
-                    self.edge_prob[s:e] = level.chance_prob.to(device=device, dtype=dtype)
-                elif compact.numel():
-                    chance_child = torch.nonzero(level.parent_action_slot < 0).squeeze(1)
-                    self.edge_prob[s:e].index_copy_(0, chance_child.to(device),
-                                                    compact.to(device=device, dtype=dtype))
-                    del chance_child
-                del compact
-            terminal_utility = terminal_utility_of(level)
-            t0 = self.terminal_start[-1]
-            t1 = t0 + int(terminal_utility.shape[0])
-            self.terminal_start.append(t1)
-            if utility is None:
-                self.utility_levels.append(terminal_utility.t())
-            else:
-                utility[:, t0:t1].copy_(terminal_utility.t())  # (casts, no temporary)
-                self.utility_levels.append(utility[:, t0:t1])
-            del terminal_utility
+            self._add_terminal_index(kind)
+            self._add_chance_edges(d, level)
+            self._add_utilities(level, utility)
+            parent = None
             if d > 0:
                 assert prev_kind is not None
-                parent = level.parent.to(device=device, dtype=torch.long)
-                if parent is not level.parent and level.parent.device == parent.device:
-                    level.parent = parent  # one int64 copy, shared with the tree
-                self.parent_local.append(parent)
-                parent_kind = prev_kind.index_select(0, parent.cpu())
-                slot = level.parent_action_slot.cpu()
-                for q in range(n_players + 1):
-                    actor = KIND_CHANCE if q == n_players else q
-                    below = parent_kind == actor
-                    count = int(below.sum())
-                    self.level_share[q].append("none" if count == 0 else
-                                               "all" if count == n else "mixed")
-                    if q == n_players or count == 0:
-                        continue
-                    a0 = self.slot_range[q][0]
-                    if count == n:
-                        local_slot = new_of_old_slot.index_select(0, slot).long().sub_(a0)
-                        self.player_levels[q].append(PlayerLevel(
-                            d, None, parent, local_slot.to(device), chunk))
-                    else:
-                        self.mixed_mask[q][d] = below.to(device)
-                        child_index = torch.nonzero(below).squeeze(1)
-                        local_slot = new_of_old_slot.index_select(
-                            0, slot.index_select(0, child_index)).long().sub_(a0)
-                        self.player_levels[q].append(PlayerLevel(
-                            d, child_index.to(device), parent[child_index.to(device)],
-                            local_slot.to(device), chunk))
-                if self.has_chance:
-                    assert chance_prev is not None
-                    chance = chance_prev.index_select(0, parent)
-                    if self.level_share[n_players][d] != "none":
-                        chance.mul_(self.edge_prob[s:e])  # (never a gathered level)
-                    chance_prev = chance
-                del parent, parent_kind, slot
-            elif self.has_chance:
-                chance_prev = torch.ones(n, dtype=dtype, device=device)
+                parent = self._add_parents(level)
+                self._add_player_edges(d, level, parent, prev_kind, new_of_old_slot)
             if self.has_chance:
-                assert chance_prev is not None
-                constant = n > 0 and bool((chance_prev == chance_prev[0]).all())
-                self.chance_reach.append(chance_prev[:1].clone().expand(n) if constant
-                                         else chance_prev)
+                chance_prev = self._add_chance_reach(d, parent, chance_prev)
+            del parent
             prev_kind = kind
-            if n >= 1 << 16:
+            if starts[d + 1] - starts[d] >= 1 << 16:
                 release_free_memory()  # this level's temporaries and replaced arrays
-        del prev_kind, chance_prev
-        # Levels of terminal nodes only (the last one, and most of the nodes of games like
-        # battleship) need no reach and no values buffer: their values are the utilities.
-        # The per-node buffers of the solver (values, reach) cover the other levels, level
-        # d at [stored_start[d], + N_d) (None for a terminal level).
+
+    def _add_terminal_index(self, kind: Tensor) -> None:
+        """Level positions of the terminal nodes (``kind``: the level's node kinds) where
+        the level mixes terminal and inner nodes, else None."""
+        terminal = kind == KIND_TERMINAL
+        num_level_terminals = int(terminal.sum())
+        self.terminal_index.append(
+            torch.nonzero(terminal).squeeze(1).to(self.device)
+            if 0 < num_level_terminals < kind.shape[0] else None)
+
+    def _add_chance_edges(self, d: int, level: Any) -> None:
+        """Level ``d``'s chance probabilities into :attr:`edge_prob` (a level that keeps
+        edge probabilities)."""
+        s, e = self.level_start[d], self.level_start[d + 1]
+        if s >= self.edge_prob_end:
+            return
+        compact = getattr(level, "chance_edge_prob", None)
+        if compact is None:
+            self.edge_prob[s:e] = level.chance_prob.to(device=self.device, dtype=self.dtype)
+        elif compact.numel():
+            chance_child = torch.nonzero(level.parent_action_slot < 0).squeeze(1)
+            self.edge_prob[s:e].index_copy_(0, chance_child.to(self.device),
+                                            compact.to(device=self.device, dtype=self.dtype))
+
+    def _add_utilities(self, level: Any, utility: Tensor | None) -> None:
+        """The level's terminal utilities as a ``[P, T_d]`` view: of the tree's compact
+        array (``utility`` None), else of ``utility`` after copying them there."""
+        terminal_utility = terminal_utility_of(level)
+        t0 = self.terminal_start[-1]
+        t1 = t0 + int(terminal_utility.shape[0])
+        self.terminal_start.append(t1)
+        if utility is None:
+            self.utility_levels.append(terminal_utility.t())
+        else:
+            utility[:, t0:t1].copy_(terminal_utility.t())  # (casts, no temporary)
+            self.utility_levels.append(utility[:, t0:t1])
+
+    def _add_parents(self, level: Any) -> Tensor:
+        """The level's parent index (int64 on the device; the tree keeps that copy when
+        its own array was on the device in another dtype), appended to
+        :attr:`parent_local` and returned."""
+        parent = level.parent.to(device=self.device, dtype=torch.long)
+        if parent is not level.parent and level.parent.device == parent.device:
+            level.parent = parent  # one int64 copy, shared with the tree
+        self.parent_local.append(parent)
+        return parent
+
+    def _add_player_edges(self, d: int, level: Any, parent: Tensor, parent_level_kind: Tensor,
+                          new_of_old_slot: Tensor) -> None:
+        """For each reach row (players, then chance): whether all, none or some of level
+        ``d``'s nodes hang below its actor, and each player's decision edges into the level
+        (:class:`PlayerLevel`, slots local to the player's range)."""
+        n_players = self.num_players
+        device = self.device
+        n = int(parent.shape[0])
+        parent_kind = parent_level_kind.index_select(0, parent.cpu())
+        slot = level.parent_action_slot.cpu()
+        for q in range(n_players + 1):
+            actor = KIND_CHANCE if q == n_players else q
+            below = parent_kind == actor
+            count = int(below.sum())
+            self.level_share[q].append("none" if count == 0 else
+                                       "all" if count == n else "mixed")
+            if q == n_players or count == 0:
+                continue
+            a0 = self.slot_range[q][0]
+            if count == n:
+                local_slot = new_of_old_slot.index_select(0, slot).long().sub_(a0)
+                self.player_levels[q].append(PlayerLevel(
+                    d, None, parent, local_slot.to(device), self.chunk))
+            else:
+                self.mixed_mask[q][d] = below.to(device)
+                child_index = torch.nonzero(below).squeeze(1)
+                local_slot = new_of_old_slot.index_select(
+                    0, slot.index_select(0, child_index)).long().sub_(a0)
+                self.player_levels[q].append(PlayerLevel(
+                    d, child_index.to(device), parent[child_index.to(device)],
+                    local_slot.to(device), self.chunk))
+
+    def _add_chance_reach(self, d: int, parent: Tensor | None,
+                          chance_prev: Tensor | None) -> Tensor:
+        """Chance's reach at level ``d`` (the parents' times the chance edge
+        probabilities; ones at the root), kept in :attr:`chance_reach` (one number
+        expanded when it is the same at every node) and returned for the next level."""
+        s, e = self.level_start[d], self.level_start[d + 1]
+        n = e - s
+        if parent is None:
+            chance = torch.ones(n, dtype=self.dtype, device=self.device)
+        else:
+            assert chance_prev is not None
+            chance = chance_prev.index_select(0, parent)
+            if self.level_share[self.num_players][d] != "none":
+                chance.mul_(self.edge_prob[s:e])  # (never a gathered level)
+        constant = n > 0 and bool((chance == chance[0]).all())
+        self.chance_reach.append(chance[:1].clone().expand(n) if constant else chance)
+        return chance
+
+    def _mark_stored_levels(self, sizes: list[int]) -> None:
+        """Levels of terminal nodes only (the last one, and most of the nodes of games like
+        battleship) need no reach and no values buffer: their values are the utilities.
+        The per-node buffers of the solver (values, reach) cover the other levels, level
+        d at [stored_start[d], + N_d) (None for a terminal level)."""
         self.stored_start: list[int | None] = []
         stored = 0
         for d, size in enumerate(sizes):
@@ -281,14 +351,7 @@ class FlatTree:
                 self.chance_reach[d] = self.chance_reach[d][:0]  # never read
             stored += 0 if terminal_level else size
         self.num_stored = stored
-        self.shares_utility = share
-        self.num_terminals = num_terminals
-        # first level holding a child of p's decision node (depth when p never acts)
-        self.first_level = [levels[0].depth if levels else len(sizes)
-                            for levels in self.player_levels]
-        self.max_level_nodes = max(sizes) if sizes else 0
-        self.device = device
-        self.dtype = dtype
+
 
     @property
     def action_infoset(self) -> Tensor:
