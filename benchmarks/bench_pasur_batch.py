@@ -179,6 +179,12 @@ def render(r: dict[str, Any]) -> str:
                       f"{f['decks'] / rate / 60:.0f} min (target: under 60 min).", ""]
     if r.get("notes"):
         lines += ["## Notes", ""] + [f"- {note}" for note in r["notes"]] + [""]
+    batched = ROOT / "docs/benchmarks/pasur_batched.json"
+    if batched.is_file():  # the section of bench_pasur_batched.py (--batch-size)
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+        import bench_pasur_batched
+
+        lines += [bench_pasur_batched.render_section(json.loads(batched.read_text())), ""]
     return "\n".join(lines)
 
 

@@ -5,8 +5,9 @@ against batches of 1, 4, 16, 64... on one CPU thread or a GPU, side by side in o
   seeds ``0..B-1`` (``--baseline-deals B``): graph build, round-by-round DCFR and the exact
   evaluation (exploitability and game value), no files;
 * **batches** of ``K`` deals (``--sizes``, seeds ``0..K-1``) on ``--device``: each deal's
-  graphs built once (the time is counted), then the merged solve and exact evaluation
-  (``solve_graphs_batch``: merge, DCFR, evaluation) timed.
+  graphs built once (on the CPU, by ``--build-processes`` spawned processes of one thread;
+  their wall time is counted, the pool's start is not), then the merged solve and exact
+  evaluation (``solve_graphs_batch``: merge, DCFR, evaluation) timed.
 
 Per row: deals per second end to end (builds + solve) and for the solve alone, and
 edge-iterations per second (edges of all rounds x iterations / solve seconds), which does not
@@ -24,7 +25,7 @@ Runs from a checkout with ``PYTHONPATH=src`` and no install (numpy and torch onl
 
 ``--out`` (default ``docs/benchmarks/pasur_batched.json``) gets the run under its device type
 (``cpu`` / ``cuda``), beside the runs of other devices already there, and a markdown page next
-to it; the default file also refreshes the batching section of
+to it (``.md``); the default file instead refreshes the batching section of
 ``docs/benchmarks/pasur_batch.md``. ``--merge FILE`` only copies FILE's runs into ``--out``.
 """
 
@@ -110,9 +111,94 @@ def baseline(seeds: list[int], iterations: int) -> dict[str, Any]:
             "load_start": load, "load_end": _load(), "per_deal": deals}
 
 
+def _build(seed: int) -> list[Any]:
+    """The dag-mode graphs of seeded deal ``seed`` (in a build process: one thread)."""
+    import torch
+
+    from tensorcfr.games.pasur.engine.rules import random_deal
+    from tensorcfr.games.pasur.solving.dcfr_run import build_graphs
+
+    torch.set_num_threads(1)
+    return build_graphs(random_deal(seed), "dag", device="cpu")
+
+
+def _convert(value: Any, to_numpy: bool) -> Any:
+    """Tensors of a graph (lists, dicts, RoundGraphs) as numpy arrays or back."""
+    import dataclasses
+
+    import numpy as np
+    import torch
+
+    if isinstance(value, torch.Tensor) and to_numpy:
+        return value.numpy()
+    if isinstance(value, np.ndarray) and not to_numpy:
+        return torch.from_numpy(value)
+    if isinstance(value, list):
+        return [_convert(v, to_numpy) for v in value]
+    if isinstance(value, dict):
+        return {k: _convert(v, to_numpy) for k, v in value.items()}
+    if dataclasses.is_dataclass(value):
+        return dataclasses.replace(value, **{f.name: _convert(getattr(value, f.name), to_numpy)
+                                             for f in dataclasses.fields(value)})
+    return value
+
+
+def _build_bytes(seed: int) -> bytes:
+    """:func:`_build` as one pickle of numpy arrays (protocol 5): one pipe write, where
+    pickling the tensors themselves puts each of the ~700 into its own shared-memory file and
+    ``torch.save`` compresses (both measured slower than building the graphs)."""
+    import pickle
+
+    return pickle.dumps(_convert(_build(seed), True), protocol=5)
+
+
+def _load_graphs(payload: bytes) -> list[Any]:
+    import pickle
+
+    return _convert(pickle.loads(payload), False)
+
+
+class Builder:
+    """Builds the graphs of seeds 0, 1, 2... in order, in this process (``processes`` 1) or
+    in a pool of spawned processes, one thread each; ``seconds`` is the wall time spent."""
+
+    def __init__(self, processes: int) -> None:
+        self.graphs: list[Any] = []
+        self.seconds: list[float] = []  # wall time of each deal's build (pool: its share)
+        self.pool = None
+        if processes > 1:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            self.pool = ProcessPoolExecutor(processes,
+                                            mp_context=multiprocessing.get_context("spawn"))
+            list(self.pool.map(_build_bytes, [0] * processes))  # start them (untimed)
+
+    def up_to(self, size: int) -> None:
+        todo = list(range(len(self.graphs), size))
+        if not todo:
+            return
+        if self.pool is None:
+            for seed in todo:
+                t0 = time.perf_counter()
+                self.graphs.append(_build(seed))
+                self.seconds.append(time.perf_counter() - t0)
+            return
+        t0 = time.perf_counter()
+        self.graphs.extend(_load_graphs(b) for b in self.pool.map(_build_bytes, todo))
+        share = (time.perf_counter() - t0) / len(todo)
+        self.seconds.extend([share] * len(todo))
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown()
+
+
 def batches(sizes: list[int], iterations: int, device: Any, budget_end: float,
-            base: dict[str, Any] | None, on_row: Any) -> list[dict[str, Any]]:
-    """Batches of ``sizes`` deals (seeds 0..K-1) on ``device``; graphs built once per deal."""
+            base: dict[str, Any] | None, on_row: Any, build_processes: int = 1
+            ) -> list[dict[str, Any]]:
+    """Batches of ``sizes`` deals (seeds 0..K-1) on ``device``; graphs built once per deal
+    (``build_processes`` at a time)."""
     import torch
 
     from tensorcfr.core.regret import CFRVariant
@@ -121,8 +207,8 @@ def batches(sizes: list[int], iterations: int, device: Any, budget_end: float,
     from tensorcfr.games.pasur.solving.dcfr_run import build_graphs
 
     variant = CFRVariant.parse("dcfr", None, None, None)
-    graphs: list[Any] = []
-    build: list[float] = []
+    builder = Builder(build_processes)
+    graphs, build = builder.graphs, builder.seconds
     # warm-up (CUDA context, kernels, allocator): one small deal, 2 iterations, untimed
     solve_graphs_batch([build_graphs(random_deal(0), "dag")], variant, 2, device=device)
     _sync(device)
@@ -139,10 +225,7 @@ def batches(sizes: list[int], iterations: int, device: Any, budget_end: float,
                          "time budget"})
             on_row(rows[-1])
             break
-        while len(graphs) < size:
-            t0 = time.perf_counter()
-            graphs.append(build_graphs(random_deal(len(graphs)), "dag", device="cpu"))
-            build.append(time.perf_counter() - t0)
+        builder.up_to(size)
         load = _load()
         if device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(device)
@@ -157,7 +240,8 @@ def batches(sizes: list[int], iterations: int, device: Any, budget_end: float,
                  for k in range(size) if k in known]
         row = {"size": size, "solve_seconds": solve, "merge_seconds": result.merge_seconds,
                "dcfr_seconds": result.solve_seconds, "quality_seconds": result.quality_seconds,
-               "build_seconds": builds, "deals_per_second": size / (builds + solve),
+               "build_seconds": builds, "build_processes": build_processes,
+               "deals_per_second": size / (builds + solve),
                "solve_deals_per_second": size / solve,
                "edge_iterations_per_second": edges * iterations / solve,
                "memory_model_gib": batch_memory_need(graphs[:size]) / 2**30,
@@ -173,6 +257,7 @@ def batches(sizes: list[int], iterations: int, device: Any, budget_end: float,
         rows.append(row)
         on_row(row)
         previous = (size, solve)
+    builder.close()
     return rows
 
 
@@ -188,8 +273,9 @@ def render_run(name: str, run: dict[str, Any]) -> list[str]:
              f"{m['python']}; {m['date']}; `{run['command']}`",
              f"- DCFR (alpha 1.5, beta 0, gamma 2), {run['iterations']} iterations per round, "
              "dag mode (merged states), float64; deals are the seeded random deals "
-             "(`pasur solve --seed S`); one CPU thread for the baseline and the graph builds",
-             ""]
+             "(`pasur solve --seed S`); one CPU thread for the baseline; the batches' graphs "
+             f"built by {run.get('build_processes', 1)} process(es) of one thread (their wall "
+             "time is *build s*)", ""]
     base = run.get("baseline")
     lines += ["| run | deals | build s | solve s | deals/s (end to end) | deals/s (solve) | "
               "edge-iterations/s | vs baseline: deals/s, solve, edges | model GiB | "
@@ -227,27 +313,31 @@ def render_section(runs: dict[str, Any]) -> str:
              "solves K decks' round graphs as one graph (their disjoint union), then evaluates "
              "them exactly in one pass; per deal the same strategy and values as alone (bit "
              "for bit on the CPU). *Solve* is the merge, the DCFR solve and the exact "
-             "evaluation; *end to end* adds each deal's graph build (on the CPU, one "
-             "thread). Edge-iterations per second do not depend on which deals a row holds "
+             "evaluation; *end to end* adds the deals' graph builds (on the CPU, numpy). Edge-iterations per second do not depend on which deals a row holds "
              "(their sizes vary 2-3x); the baseline is `run_dcfr` one deal at a time on one "
              "CPU thread, on the same machine. *max value diff*: the largest difference of a "
              "deal's DCFR value (points) from the baseline's, over the deals both ran.", ""]
     for name in sorted(runs):
-        lines += render_run(name, runs[name])
+        if name != "notes":
+            lines += render_run(name, runs[name])
+    if runs.get("notes"):
+        lines += ["Notes:", ""] + [f"- {note}" for note in runs["notes"]] + [""]
     return "\n".join(lines)
 
 
 def _write(out: Path, runs: dict[str, Any]) -> None:
+    """``out`` (JSON) and its report: for the docs' JSON the section of
+    ``docs/benchmarks/pasur_batch.md`` (the page is re-rendered), else a page beside it."""
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(runs, indent=1) + "\n")
-    out.with_suffix(".md").write_text("# Pasur deals in batches\n\n" + render_section(runs))
-    if out.resolve() == DOC_JSON.resolve() and BATCH_PAGE.is_file():
-        sys.path.insert(0, str(ROOT / "benchmarks"))
-        import bench_pasur_batch
+    if out.resolve() != DOC_JSON.resolve():
+        out.with_suffix(".md").write_text("# Pasur deals in batches\n\n" + render_section(runs))
+        return
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import bench_pasur_batch
 
-        page_json = BATCH_PAGE.with_suffix(".json")
-        if page_json.is_file():
-            BATCH_PAGE.write_text(bench_pasur_batch.render(json.loads(page_json.read_text())))
+    page_json = BATCH_PAGE.with_suffix(".json")
+    BATCH_PAGE.write_text(bench_pasur_batch.render(json.loads(page_json.read_text())))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -257,6 +347,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default="1,4,16,64,256", help="batch sizes, ascending")
     parser.add_argument("--baseline-deals", type=int, default=4,
                         help="deals solved one at a time on the CPU (0: no baseline)")
+    parser.add_argument("--build-processes", type=int, default=0,
+                        help="processes building the batches' graphs (0: 1 for --device cpu, "
+                        "min(8, CPUs/2) otherwise)")
     parser.add_argument("--time-budget", type=float, default=200.0,
                         help="seconds for the whole run; larger sizes past it are skipped")
     parser.add_argument("--out", default=str(DOC_JSON))
@@ -295,8 +388,11 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(row), flush=True)
         _write(out, runs)
 
+    processes = args.build_processes or (
+        1 if device.type == "cpu" else max(1, min(8, (os.cpu_count() or 2) // 2)))
+    run["build_processes"] = processes
     batches(sizes, args.iterations, device, started + args.time_budget, run.get("baseline"),
-            on_row)
+            on_row, processes)
     run["seconds"] = time.perf_counter() - started
     _write(out, runs)
     print(f"wrote {out} and {out.with_suffix('.md')}", file=sys.stderr)

@@ -137,8 +137,8 @@ def merge_graphs(graphs_per_deal: Sequence[Sequence[RoundGraph]],
               for level in range(PLIES_PER_ROUND))
         for p in range(len(rounds)))
 
-    def cat(parts: list[Tensor]) -> Tensor:
-        return torch.cat([t.to(dev) for t in parts])
+    def cat(parts: list[Tensor]) -> Tensor:  # joined where the parts are, then one copy
+        return torch.cat(parts).to(dev)
 
     merged: list[RoundGraph] = []
     for p, round_index in enumerate(rounds):
