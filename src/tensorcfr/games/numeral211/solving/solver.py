@@ -75,12 +75,14 @@ from torch import Tensor
 from tensorcfr.core.public_tree import (PublicExploitability, PublicTreeCFR,
                                         estimate_solver_bytes, normalize_dense,
                                         public_exploitability)
+from tensorcfr.core.regret import average_decay, regret_tolerance
 from tensorcfr.core.solver_loop import LoopState, every, run
 from tensorcfr.errors import CorruptFileError, TensorCFRError
 from tensorcfr.games.numeral211.game.class_game import Numeral211ClassGame
 from tensorcfr.games.numeral211.game.config import (STORAGES, GameConfig, GameConfigError,
                                                     Storage)
 from tensorcfr.games.numeral211.game.public_game import Numeral211PublicGame, prefix_histories
+from tensorcfr.games.numeral211.solving import regret_kernel
 from tensorcfr.utils.checks import check_finite, check_finite_result
 
 __all__ = [
@@ -343,12 +345,85 @@ class ClassStorageCFR(PublicTreeCFR):
     :func:`exploitability` take them unchanged; :meth:`average_class_policy` is the compact
     per-class form (what :func:`run_solver` evaluates)."""
 
+    compiled: bool = True
+    """On the CPU (when numba imports) a node of the updating player is updated by one
+    compiled pass (:func:`.regret_kernel.node_update`: value scale, regrets, average and
+    regret matching, for cfr and cfr+) and the remaining nodes' regret matching by
+    :func:`.regret_kernel.regret_matching`, instead of about twenty torch passes over the
+    node's arrays; bitwise the torch rules' numbers (the torch rules stay on other devices,
+    for the other variants, or when this is False)."""
+
     def __init__(self, game: Numeral211PublicGame, algo: str = "cfr+", *,
                  max_memory_bytes: int | None = None, **variant: float) -> None:
         self.cell_game = game
+        self._fresh: set[tuple[int, int]] = set()  # nodes whose strategy the pass refreshed
+        self._match_in_pass = False  # inside iterate(): the strategy is refreshed anyway
         super().__init__(class_game(game), algo, dtype=game.dtype, device=game.device,
                          max_memory_bytes=max_memory_bytes, **variant)
         self.game.prepare()
+
+    def _compiled_here(self) -> bool:
+        return self.compiled and regret_kernel.AVAILABLE and self.device.type == "cpu"
+
+    def iterate(self, num_iterations: int = 1) -> None:
+        """Run ``num_iterations`` iterations (player 0 then player 1 each time).  Each pass
+        refreshes the updated nodes' strategies as it goes (the strategy is refreshed right
+        after the pass anyway; a node's strategy is not read again in its own pass)."""
+        self._match_in_pass = self._compiled_here()
+        try:
+            super().iterate(num_iterations)
+        finally:
+            self._match_in_pass = False
+
+    def fused_node_update(self, r: int, j: int, child_values: Sequence[Tensor], value: Tensor,
+                          own_reach: Tensor) -> bool:
+        """The :func:`~tensorcfr.core.public_tree.public_pass` hook: update node j of round
+        r (children's values, node value and own reach [P_r, 1, C_r] each) by
+        :func:`.regret_kernel.node_update`, and inside :meth:`iterate` refresh its strategy
+        too (a pass called on its own leaves the strategy as the torch rules do); False (the
+        pass runs the torch rules) off the CPU, without numba, or for lcfr / dcfr."""
+        if not (self._compiled_here() and self.variant.name in ("cfr", "cfr+")):
+            return False
+        sl = self._node_slices(r)[j]
+        np_dtype = self.regrets[r].numpy().dtype
+
+        def rows(x: Tensor) -> np.ndarray:  # [P, 1, C] -> [P, C] view
+            return x.contiguous().numpy().reshape(x.shape[0], -1)
+
+        def slots(x: Tensor) -> np.ndarray:  # [A, P, 1, C] -> [A, P, C] view
+            return x[sl].numpy().reshape(sl.stop - sl.start, x.shape[1], -1)
+
+        regret_kernel.node_update(
+            tuple(rows(cv) for cv in child_values), rows(value), rows(own_reach),
+            slots(self.regrets[r]), slots(self.average[r]), slots(self.strategy[r]),
+            self.regret_scale[r][j].numpy().reshape(-1), self.variant.floors_regrets,
+            np_dtype.type(average_decay(self.variant, self.iteration)),
+            np_dtype.type(regret_tolerance(self.dtype)),
+            np_dtype.type(1.0 / (sl.stop - sl.start)), self._match_in_pass)
+        if self._match_in_pass:
+            self._fresh.add((r, j))
+        return True
+
+    def _refresh_strategy(self, player: int) -> None:
+        """Regret matching at ``player``'s nodes that the pass did not refresh (see
+        :attr:`compiled`)."""
+        fresh, self._fresh = self._fresh, set()
+        if not self._compiled_here():
+            super()._refresh_strategy(player)
+            return
+        np_dtype = self.regrets[0].numpy().dtype
+        tolerance = np_dtype.type(regret_tolerance(self.dtype))
+        for r, tmpl in enumerate(self.game.rounds):
+            for j, sl in enumerate(self._node_slices(r)):
+                if tmpl.players[j] != player or (r, j) in fresh:
+                    continue
+                regrets = self.regrets[r][sl]
+                shape = (regrets.shape[0], regrets.shape[1], -1)
+                regret_kernel.regret_matching(
+                    regrets.numpy().reshape(shape),
+                    self.regret_scale[r][j].numpy().reshape(-1), tolerance,
+                    np_dtype.type(1.0 / regrets.shape[0]),
+                    self.strategy[r][sl].numpy().reshape(shape))
 
     def to_cells(self, per_class: Sequence[Tensor], fill_uniform: bool = True) -> list[Tensor]:
         """Per-class tensors [S_r, P_r, 1, C_r] -> cells [S_r, P_r, B_r, H]: every cell
