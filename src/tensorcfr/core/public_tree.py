@@ -578,11 +578,31 @@ def public_pass(game: PublicTreeGame, strategy: Sequence[Tensor], player: int, m
     """
     if best_response is not None and mode != "br":
         raise TensorCFRError("best_response is only filled in mode 'br'")
+    kw: dict[str, Any] = {} if sample is None else {"sample": sample}
+    forward = _forward_reach(game, strategy, player, mode == "cfr", sample, kw)
+    return _backward_values(game, strategy, player, mode, solver, forward, best_response, kw)
+
+
+@dataclass
+class _ForwardReach:
+    """What :func:`public_pass`'s forward half leaves for its backward half: per round
+    the reach ``[player 0's, player 1's]`` at each decision node (None for a reach not
+    carried), and the opponent's reach at the last round's exits, stacked
+    ``[E, P, B, H]``.  The backward half empties both as it goes (memory)."""
+
+    node_reach: list[list[list[Tensor | None]]]
+    final_exit_reach: Tensor | None = None
+
+
+def _forward_reach(game: PublicTreeGame, strategy: Sequence[Tensor], player: int,
+                   need_own: bool, sample: BoardSample | None,
+                   kw: dict[str, Any]) -> _ForwardReach:
+    """The forward half of :func:`public_pass`: reach vectors round by round (``player``'s
+    own only when ``need_own``: the CFR update reads it), through the chance operators
+    between rounds."""
     opp = 1 - player
     rounds = game.rounds
     last = len(rounds) - 1
-    need_own = mode == "cfr"
-    kw: dict[str, Any] = {} if sample is None else {"sample": sample}
     start = game.initial_reach()
     if sample is not None:
         start = start.index_select(0, sample.boards[0])
@@ -590,133 +610,208 @@ def public_pass(game: PublicTreeGame, strategy: Sequence[Tensor], player: int, m
     reach: list[Tensor | None] = [start, start]
     if not need_own:
         reach[player] = None
-    # ---------------------------------------------------------------- forward
-    stored: list[list[list[Tensor | None]]] = []
-    final_exit_reach: Tensor | None = None
+    forward = _ForwardReach([])
     for r, tmpl in enumerate(rounds):
-        offsets = tmpl.slot_offsets
-        node_reach: list[list[Tensor | None] | None] = [None] * tmpl.num_nodes
-        exit_reach: list[list[Tensor | None] | None] = [None] * tmpl.num_exits
-        node_reach[0] = reach
         if r == last:
             # the showdowns need only the opponent's reach at the exits: written straight
             # into one stacked buffer (no stack copy; the player's own exit reach is unused)
             opp_at_root = reach[opp]
             assert opp_at_root is not None
-            final_exit_reach = opp_at_root.new_empty((tmpl.num_exits,) + opp_at_root.shape)
-        for j in range(tmpl.num_nodes):
-            here = node_reach[j]
-            acting = tmpl.players[j]
-            for a, (kind, idx) in enumerate(tmpl.children[j]):
-                if kind == "terminal":
-                    continue
-                if kind == "exit" and r == last:
-                    assert final_exit_reach is not None and here[opp] is not None
-                    if acting == opp:
-                        torch.mul(here[opp], strategy[r][offsets[j] + a],
-                                  out=final_exit_reach[idx])
-                    else:
-                        final_exit_reach[idx].copy_(here[opp])
-                    continue
-                child = list(here)
-                if child[acting] is not None:
-                    child[acting] = here[acting] * strategy[r][offsets[j] + a]
-                if kind == "node":
-                    node_reach[idx] = child
-                else:
-                    exit_reach[idx] = child
-        stored.append(node_reach)  # type: ignore[arg-type]
+            forward.final_exit_reach = opp_at_root.new_empty((tmpl.num_exits,)
+                                                             + opp_at_root.shape)
+        node_reach, exit_reach = _round_forward(tmpl, strategy[r], reach, opp,
+                                                forward.final_exit_reach if r == last else None)
+        forward.node_reach.append(node_reach)
         if r < last:
-            reach = []
-            for who in (0, 1):
-                if exit_reach[0][who] is None:  # type: ignore[index]
-                    reach.append(None)
-                    continue
-                stacked = torch.stack([e[who] for e in exit_reach])  # type: ignore[index]
-                stacked = stacked.reshape((-1,) + tuple(stacked.shape[2:]))
-                reach.append(game.chance_forward(r + 1, stacked, **kw))
+            reach = _next_round_reach(game, r + 1, exit_reach, kw)
         del exit_reach
-    # ---------------------------------------------------------------- backward
+    return forward
+
+
+def _round_forward(tmpl: RoundTemplate, round_strategy: Tensor, reach: list[Tensor | None],
+                   opp: int, final_exit_reach: Tensor | None
+                   ) -> tuple[list[list[Tensor | None]], list[list[Tensor | None]]]:
+    """Reach at every decision node and exit of one round from the reach at its root
+    (``round_strategy`` [S_r, P_r, B_r, H]).  In the last round (``final_exit_reach``
+    given) the opponent's exit reach goes straight into that buffer and the exits'
+    entries stay None."""
+    offsets = tmpl.slot_offsets
+    node_reach: list[list[Tensor | None] | None] = [None] * tmpl.num_nodes
+    exit_reach: list[list[Tensor | None] | None] = [None] * tmpl.num_exits
+    node_reach[0] = reach
+    for j in range(tmpl.num_nodes):
+        here = node_reach[j]
+        assert here is not None
+        acting = tmpl.players[j]
+        for a, (kind, idx) in enumerate(tmpl.children[j]):
+            if kind == "terminal":
+                continue
+            if kind == "exit" and final_exit_reach is not None:
+                assert here[opp] is not None
+                if acting == opp:
+                    torch.mul(here[opp], round_strategy[offsets[j] + a],
+                              out=final_exit_reach[idx])
+                else:
+                    final_exit_reach[idx].copy_(here[opp])
+                continue
+            child = list(here)
+            if child[acting] is not None:
+                child[acting] = here[acting] * round_strategy[offsets[j] + a]
+            if kind == "node":
+                node_reach[idx] = child
+            else:
+                exit_reach[idx] = child
+    return node_reach, exit_reach  # type: ignore[return-value]
+
+
+def _next_round_reach(game: PublicTreeGame, r: int, exit_reach: list[list[Tensor | None]],
+                      kw: dict[str, Any]) -> list[Tensor | None]:
+    """Each player's reach at round ``r``'s roots: the previous round's exits stacked
+    (prefix ``e * P + q``) and passed through the chance operator into round ``r``."""
+    reach: list[Tensor | None] = []
+    for who in (0, 1):
+        if exit_reach[0][who] is None:
+            reach.append(None)
+            continue
+        stacked = torch.stack([e[who] for e in exit_reach])  # type: ignore[misc]
+        stacked = stacked.reshape((-1,) + tuple(stacked.shape[2:]))
+        reach.append(game.chance_forward(r, stacked, **kw))
+    return reach
+
+
+def _backward_values(game: PublicTreeGame, strategy: Sequence[Tensor], player: int,
+                     mode: str, solver: Any, forward: _ForwardReach,
+                     best_response: Sequence[Tensor] | None, kw: dict[str, Any]) -> Tensor:
+    """The backward half of :func:`public_pass`: ``player``'s values round by round from
+    the final evaluation up, through the chance operators between rounds; the root
+    values [1, B_0, H]."""
+    rounds = game.rounds
+    last = len(rounds) - 1
     next_values: Tensor | None = None
     for r in range(last, -1, -1):
         tmpl = rounds[r]
-        offsets = tmpl.slot_offsets
         if r == last:
-            exit_values = game.final_values(player, final_exit_reach, **kw)
-            final_exit_reach = None
+            exit_values = game.final_values(player, forward.final_exit_reach, **kw)
+            forward.final_exit_reach = None
         else:
             back = game.chance_backward(r + 1, next_values, **kw)
             exit_values = back.reshape((tmpl.num_exits, -1) + tuple(back.shape[1:]))
-        node_values: list[Tensor | None] = [None] * tmpl.num_nodes
-        node_reach = stored[r]
-        for j in range(tmpl.num_nodes - 1, -1, -1):
-            acting = tmpl.players[j]
-            here = node_reach[j]
-            sl = slice(offsets[j], offsets[j] + len(tmpl.children[j]))
-            child_values = []
-            for a, (kind, idx) in enumerate(tmpl.children[j]):
-                if kind == "node":
-                    child_values.append(node_values[idx])
-                    node_values[idx] = None
-                elif kind == "exit":
-                    child_values.append(exit_values[idx])
-                else:
-                    opp_reach = here[opp]
-                    if acting == opp:
-                        opp_reach = opp_reach * strategy[r][offsets[j] + a]
-                    child_values.append(game.terminal_values(r, idx, player, opp_reach, **kw))
-            if acting != player:
-                # each child value is used once (exits and nodes appear once per template,
-                # terminals are fresh): summing into the first one in place is safe
-                value = child_values[0]
-                for cv in child_values[1:]:
-                    value.add_(cv)
-            elif mode == "br" and best_response is None:
-                value = child_values[0]  # used once (see above): the max runs in place
-                for cv in child_values[1:]:
-                    torch.maximum(value, cv, out=value)
-            elif mode == "br":
-                stacked = torch.stack(child_values)
-                best = stacked.max(0)
-                value = best.values
-                assert best_response is not None
-                onehot = torch.zeros_like(best_response[r][sl])
-                onehot.scatter_(0, best.indices.unsqueeze(0), 1.0)
-                best_response[r][sl] = onehot
-                del stacked
-            else:
-                sigma = strategy[r][sl]
-                value = child_values[0] * sigma[0]
-                for a in range(1, len(child_values)):
-                    value.addcmul_(child_values[a], sigma[a])
-                if mode == "cfr" and solver is not None and not _fused_update(
-                        solver, r, j, child_values, value, here[player]):
-                    t = solver.iteration
-                    scales = getattr(solver, "regret_scale", None)
-                    if scales is not None:
-                        # the value scale of the rounding bound: the largest sum_a |v_t(I, a)|
-                        # over the hands of the public state (see regret_matching_dense)
-                        magnitude = child_values[0].abs()
-                        for cv in child_values[1:]:
-                            magnitude.add_(cv.abs())
-                        scale = scales[r][j]
-                        scale.add_(magnitude.amax(-1, keepdim=True))
-                        discount_scale(scale, solver.variant, t)
-                    # the update rules are element-wise: one action slot at a time, each
-                    # child's values (used once) turned into its instantaneous regret in place
-                    for a, cv in enumerate(child_values):
-                        slot = sl.start + a
-                        regrets = solver.regrets[r][slot]
-                        update_regrets(regrets, cv.sub_(value), solver.variant, t, out=regrets)
-                        weighted = torch.mul(sigma[a], here[player], out=cv)
-                        average = solver.average[r][slot]
-                        update_average(average, weighted, solver.variant, t, out=average)
-            node_values[j] = value
-            del child_values
-        next_values = node_values[0]
-        stored[r] = []  # free this round's reach vectors
+        next_values = _round_backward(
+            game, r, strategy[r], player, mode, solver, forward.node_reach[r], exit_values,
+            None if best_response is None else best_response[r], kw)
+        forward.node_reach[r] = []  # free this round's reach vectors
     assert next_values is not None
     return next_values
+
+
+def _round_backward(game: PublicTreeGame, r: int, round_strategy: Tensor, player: int,
+                    mode: str, solver: Any, node_reach: list[list[Tensor | None]],
+                    exit_values: Tensor, round_best_response: Tensor | None,
+                    kw: dict[str, Any]) -> Tensor:
+    """``player``'s values at round ``r``'s decision nodes, bottom-up from its exits'
+    values (and its CFR update, or best response, at ``player``'s nodes); the values at
+    the round's root."""
+    tmpl = game.rounds[r]
+    offsets = tmpl.slot_offsets
+    node_values: list[Tensor | None] = [None] * tmpl.num_nodes
+    for j in range(tmpl.num_nodes - 1, -1, -1):
+        acting = tmpl.players[j]
+        here = node_reach[j]
+        sl = slice(offsets[j], offsets[j] + len(tmpl.children[j]))
+        child_values = _child_values(game, r, j, round_strategy, player, here, node_values,
+                                     exit_values, kw)
+        if acting != player:
+            # each child value is used once (exits and nodes appear once per template,
+            # terminals are fresh): summing into the first one in place is safe
+            value = child_values[0]
+            for cv in child_values[1:]:
+                value.add_(cv)
+        elif mode == "br":
+            value = _best_response_value(child_values, round_best_response, sl)
+        else:
+            sigma = round_strategy[sl]
+            value = child_values[0] * sigma[0]
+            for a in range(1, len(child_values)):
+                value.addcmul_(child_values[a], sigma[a])
+            if mode == "cfr" and solver is not None and not _fused_update(
+                    solver, r, j, child_values, value, here[player]):
+                _update_node(solver, r, j, sl, child_values, value, sigma, here[player])
+        node_values[j] = value
+        del child_values
+    root = node_values[0]
+    assert root is not None
+    return root
+
+
+def _child_values(game: PublicTreeGame, r: int, j: int, round_strategy: Tensor, player: int,
+                  here: list[Tensor | None], node_values: list[Tensor | None],
+                  exit_values: Tensor, kw: dict[str, Any]) -> list[Tensor]:
+    """``player``'s values of node ``j``'s children in action order: a child node's
+    (handed over: its entry is cleared), an exit's, or a terminal's evaluated with the
+    opponent's reach (times its strategy when it acts at ``j``)."""
+    tmpl = game.rounds[r]
+    opp = 1 - player
+    acting = tmpl.players[j]
+    offset = tmpl.slot_offsets[j]
+    child_values = []
+    for a, (kind, idx) in enumerate(tmpl.children[j]):
+        if kind == "node":
+            child_values.append(node_values[idx])
+            node_values[idx] = None
+        elif kind == "exit":
+            child_values.append(exit_values[idx])
+        else:
+            opp_reach = here[opp]
+            if acting == opp:
+                opp_reach = opp_reach * round_strategy[offset + a]
+            child_values.append(game.terminal_values(r, idx, player, opp_reach, **kw))
+    return child_values  # type: ignore[return-value]
+
+
+def _best_response_value(child_values: list[Tensor], round_best_response: Tensor | None,
+                         sl: slice) -> Tensor:
+    """The best child value per cell (in place in the first child's, used once); with
+    ``round_best_response`` the node's slots ``sl`` there receive the one-hot choice
+    (ties: the first best action)."""
+    if round_best_response is None:
+        value = child_values[0]  # used once (see _round_backward): the max runs in place
+        for cv in child_values[1:]:
+            torch.maximum(value, cv, out=value)
+        return value
+    stacked = torch.stack(child_values)
+    best = stacked.max(0)
+    onehot = torch.zeros_like(round_best_response[sl])
+    onehot.scatter_(0, best.indices.unsqueeze(0), 1.0)
+    round_best_response[sl] = onehot
+    return best.values
+
+
+def _update_node(solver: Any, r: int, j: int, sl: slice, child_values: list[Tensor],
+                 value: Tensor, sigma: Tensor, own_reach: Tensor) -> None:
+    """The torch CFR update of decision node ``j`` of round ``r`` (slots ``sl``): the value
+    scale (a solver with ``regret_scale``), then per action slot the regrets from the
+    child's value (turned into the instantaneous regret in place) and the average from
+    the strategy times ``own_reach``."""
+    t = solver.iteration
+    scales = getattr(solver, "regret_scale", None)
+    if scales is not None:
+        # the value scale of the rounding bound: the largest sum_a |v_t(I, a)|
+        # over the hands of the public state (see regret_matching_dense)
+        magnitude = child_values[0].abs()
+        for cv in child_values[1:]:
+            magnitude.add_(cv.abs())
+        scale = scales[r][j]
+        scale.add_(magnitude.amax(-1, keepdim=True))
+        discount_scale(scale, solver.variant, t)
+    # the update rules are element-wise: one action slot at a time, each
+    # child's values (used once) turned into its instantaneous regret in place
+    for a, cv in enumerate(child_values):
+        slot = sl.start + a
+        regrets = solver.regrets[r][slot]
+        update_regrets(regrets, cv.sub_(value), solver.variant, t, out=regrets)
+        weighted = torch.mul(sigma[a], own_reach, out=cv)
+        average = solver.average[r][slot]
+        update_average(average, weighted, solver.variant, t, out=average)
 
 
 _pass = public_pass  # former private name (kept for callers of the old name)
