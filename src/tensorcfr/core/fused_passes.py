@@ -55,7 +55,7 @@ from typing import Any
 
 import numpy as np
 
-from tensorcfr.core.numba_passes import AVAILABLE, _njit
+from tensorcfr.core.jit import AVAILABLE, njit as _njit
 from tensorcfr.core.tree import KIND_CHANCE
 
 __all__ = ["AVAILABLE", "FusedLayout", "FusedPasses", "build_layout"]

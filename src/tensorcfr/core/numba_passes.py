@@ -27,21 +27,7 @@ from typing import Any
 
 import numpy as np
 
-try:  # numba is a dependency; a broken install falls back to the torch passes
-    import numba
-
-    def _njit(function: Any = None, **options: Any) -> Any:
-        """``numba.njit`` with the module's settings (cached on disk, no fast-math: the
-        additions and multiplications stay those of the torch path)."""
-        jit = numba.njit(cache=True, nogil=True, fastmath=False, boundscheck=False, **options)
-        return jit if function is None else jit(function)
-    AVAILABLE = True
-except Exception:  # pragma: no cover - numba missing or broken
-    numba = None
-    AVAILABLE = False
-
-    def _njit(function: Any = None, **options: Any) -> Any:
-        return (lambda f: f) if function is None else function
+from tensorcfr.core.jit import AVAILABLE, njit as _njit
 
 __all__ = ["AVAILABLE", "LevelPasses", "NumbaPasses"]
 
