@@ -19,6 +19,11 @@ player.  Nothing here knows a game.
 What stays in torch (a few operations per player, not per edge): the floor / discount of the
 regrets, the average update, the counterfactual reach products (one multiply per level), the
 mixed-level factors.
+
+:class:`NumbaPasses`, what the solver builds, runs the faster fused passes of
+:mod:`tensorcfr.core.fused_passes` (one flat int32 layout, three compiled calls per player)
+wherever their layout applies, and the :class:`LevelPasses` here otherwise (a tree with an
+infoset on several depths).
 """
 
 from __future__ import annotations
