@@ -58,6 +58,20 @@ def test_batch_equals_separate_solves_bit_for_bit_on_the_cpu(graphs):
         assert batch.exact_values[k] == minimax_value(deal_graphs)
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_batch_on_cuda_matches_the_cpu_to_float64_rounding(graphs):
+    cpu = solve_graphs_batch(graphs, VARIANT, ITERATIONS)
+    gpu = solve_graphs_batch(graphs, VARIANT, ITERATIONS, device="cuda")
+    for a, b in zip(cpu.solutions, gpu.solutions):  # atomics reorder sums on the GPU
+        for ra, rb in zip(a.strategies, b.strategies):
+            for x, y in zip(ra, rb):
+                torch.testing.assert_close(y, x, rtol=1e-9, atol=1e-9)
+        assert b.value == pytest.approx(a.value, abs=1e-9)
+    assert gpu.exact_values == cpu.exact_values
+    for qa, qb in zip(cpu.quality, gpu.quality):
+        assert qb.exploitability == pytest.approx(qa.exploitability, abs=1e-9)
+
+
 def test_run_dcfr_batch_writes_the_run_folders_of_separate_solves(tmp_path):
     deals = [rules.random_deal(s) for s in SEEDS[:2]]
     common = dict(iterations=ITERATIONS, checkpoint=False, reuse_freed_memory=False)

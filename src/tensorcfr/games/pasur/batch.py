@@ -611,7 +611,8 @@ def _run_locked(source: str, decks: list[tuple[int, tuple[int, ...] | None]], di
     return {"out": str(out_dir), "decks": total, "skipped": skipped,
             "computed": len(todo), "failed": failed, "table_rows": rows,
             "seconds": time.perf_counter() - started, "workers": workers, **ray_info,
-            "notes": notes, **options.as_dict()}
+            "notes": notes, **options.as_dict(), "batch_size": options.batch_size,
+            "device": options.device}
 
 
 def _run_on_ray(todo: list[tuple[int, tuple[int, ...] | None]], options: BatchOptions,
