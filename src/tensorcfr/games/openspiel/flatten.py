@@ -270,138 +270,208 @@ def _flatten(loaded: "object", max_memory_bytes: int | None, dtype: torch.dtype,
     by first occurrence in level order, so the tree is identical, node by node and slot by
     slot, to a breadth-first walk's.
     """
-    import pyspiel
-
-    num_players = loaded.num_players()
-    game_string = str(loaded)
-    terminal_id = int(pyspiel.PlayerId.TERMINAL)
-    chance_id = int(pyspiel.PlayerId.CHANCE)
-    float_bytes = torch.empty((), dtype=dtype).element_size()
-
-    # Information-state string -> walk-order infoset id.  The dict's insertion order is the
-    # id order, so the strings are kept once (no parallel list) and the dict is dropped as
-    # soon as the walk ends (the tree keeps them packed in an InfosetKeys).
-    infoset_index: dict[str, int] = {}
-    infoset_player = array("i")
-    # Legal actions per infoset, as tuples shared through a pool (games have few distinct
-    # legal-action sets): one pointer per infoset instead of one list each.
-    infoset_actions: list[tuple[int, ...]] = []
-    action_sets: dict[tuple[int, ...], tuple[int, ...]] = {}
-    infoset_offset = array("q")
-    num_slots = 0
-    levels_arrays: list[tuple] = [_new_level_arrays()]
-    level_appenders: list[tuple] = [_appenders(levels_arrays[0])]
-
-    # Pending nodes: (state, parent's index in its level, depth, slot, chance prob);
-    # children are pushed in reverse so that they are popped (visited) in action order.
-    stack: list[tuple] = [(loaded.new_initial_state(), -1, 0, -1, 1.0)]
-    pop, push_all = stack.pop, stack.extend
-    node_limit = max_nodes if max_nodes is not None else -1
-    key_bytes = 0  # bytes of the information-state strings kept (and their dict entries)
-    terminals = 0
-    chance_edges = 0
-    rss_start = current_rss_bytes()
-    # Checks run every ``check_every`` OpenSpiel states created (nodes visited plus states
-    # waiting on the stack): deep games such as chess push tens of thousands of large
-    # states before visiting a few thousand nodes.
-    check_every = 1024
-    next_check = check_every
-    node = -1
-    try:
-        while stack:
-            state, parent, depth, slot, prob = pop()
-            node += 1
-            if node == node_limit:
-                raise MemoryLimitError(
-                    f"{game_string} has more than {max_nodes} nodes (limit reached while "
-                    "walking)")
-            if node + len(stack) >= next_check:
-                next_check = node + len(stack) + check_every
-                if max_memory_bytes is not None:
-                    _check_walk_memory(game_string, node, len(stack), num_slots,
-                                       len(infoset_index), num_players, float_bytes,
-                                       max_memory_bytes, key_bytes,
-                                       current_rss_bytes() - rss_start, terminals,
-                                       chance_edges)
-                if progress is not None:
-                    progress(node, len(infoset_index))
-            (append_parent, append_kind, append_infoset, append_slot, append_prob,
-             extend_returns, kinds) = level_appenders[depth]
-            index = len(kinds)  # this node's position in its level
-            append_parent(parent)
-            append_slot(slot)
-            if slot < 0:
-                append_prob(prob)
-                chance_edges += 1
-            player = state.current_player()
-            if player == terminal_id:
-                append_kind(KIND_TERMINAL)
-                append_infoset(-1)
-                extend_returns(state.returns())
-                terminals += 1
-            elif player == chance_id:
-                append_kind(KIND_CHANCE)
-                append_infoset(-1)
-                child_depth = depth + 1
-                if child_depth == len(levels_arrays):
-                    levels_arrays.append(_new_level_arrays())
-                    level_appenders.append(_appenders(levels_arrays[-1]))
-                push_all([(state.child(a), index, child_depth, -1, p)
-                          for a, p in reversed(state.chance_outcomes()) if p > 0.0])
-            elif player >= 0:
-                append_kind(player)
-                key = state.information_state_string(player)
-                legal = state.legal_actions(player)
-                info = infoset_index.get(key)
-                if info is None:
-                    if not legal:
-                        raise UnsupportedGameError(
-                            f"{game_string}: decision node without legal actions ({key!r})")
-                    info = len(infoset_index)
-                    key_bytes += len(key) + KEY_OVERHEAD_BYTES
-                    infoset_index[key] = info
-                    infoset_player.append(player)
-                    actions = tuple(legal)
-                    infoset_actions.append(action_sets.setdefault(actions, actions))
-                    infoset_offset.append(num_slots)
-                    num_slots += len(legal)
-                elif infoset_player[info] != player or infoset_actions[info] != tuple(legal):
-                    raise UnsupportedGameError(
-                        f"{game_string}: histories with information state {key!r} differ in "
-                        "acting player or legal actions (the info-state strings do not "
-                        "define information sets)")
-                append_infoset(info)
-                first_slot = infoset_offset[info]
-                child_depth = depth + 1
-                if child_depth == len(levels_arrays):
-                    levels_arrays.append(_new_level_arrays())
-                    level_appenders.append(_appenders(levels_arrays[-1]))
-                push_all([(state.child(legal[j]), index, child_depth, first_slot + j, 1.0)
-                          for j in range(len(legal) - 1, -1, -1)])
-            else:
-                raise UnsupportedGameError(
-                    f"{game_string}: node with player id {player} (simultaneous node in a "
-                    "sequential game?)")
-            del state
-    except OverflowError:  # an int32 array overflowed: 2^31 slots, infosets or level nodes
-        raise MemoryLimitError(
-            f"{game_string} has more than 2^31 action slots or nodes in one level; too large "
-            "for the tensor CFR engine") from None
-    total_nodes = node + 1
-    if max_memory_bytes is not None:
-        _check_walk_memory(game_string, total_nodes, 0, num_slots, len(infoset_index),
-                           num_players, float_bytes, max_memory_bytes, key_bytes,
-                           current_rss_bytes() - rss_start, terminals, chance_edges)
-    if progress is not None:
-        progress(total_nodes, len(infoset_index))
-    del stack, level_appenders
-    num_infosets = len(infoset_index)
-    walk_keys = list(infoset_index)  # walk-order id -> key (the dict's insertion order)
-    del infoset_index
+    walk = _Walk(loaded, max_memory_bytes, dtype, progress)
+    walk.run(loaded.new_initial_state(), max_nodes)
+    walk.check(walk.num_nodes, 0)
+    num_infosets = len(walk.infoset_index)
+    walk_keys = list(walk.infoset_index)  # walk-order id -> key (the dict's insertion order)
+    walk.infoset_index = {}
+    levels_arrays = walk.levels_arrays
     if not levels_arrays[-1][1]:  # a depth created for children that had none (p == 0)
         levels_arrays.pop()
+    new_infoset_of_walk, infoset_order = _renumber_infosets(levels_arrays, num_infosets)
+    # The strings packed first, so they are freed before the larger arrays below.
+    infoset_keys = InfosetKeys([walk_keys[i] for i in infoset_order.tolist()])
+    del walk_keys
+    new_num_actions, new_offset, new_slot_of_walk = _renumber_slots(walk, new_infoset_of_walk,
+                                                                    infoset_order)
+    levels = _levels_over_arrays(levels_arrays, new_infoset_of_walk, new_slot_of_walk, dtype,
+                                 walk.num_players)
+    del levels_arrays, new_infoset_of_walk
+    walk.levels_arrays = []
+    num_slots = walk.num_slots
+    action_infoset = torch.from_numpy(np.repeat(np.arange(num_infosets, dtype=np.int32),
+                                                new_num_actions))
+    action_id = np.empty(num_slots, dtype=np.int32)
+    action_id[new_slot_of_walk[:-1]] = np.fromiter(chain.from_iterable(walk.infoset_actions),
+                                                   dtype=np.int32, count=num_slots)
+    walk.infoset_actions, walk.action_sets = [], {}
+    del new_slot_of_walk
+    return LevelTree(
+        num_players=walk.num_players,
+        levels=levels,
+        num_infosets=num_infosets,
+        infoset_player=torch.from_numpy(
+            np.frombuffer(walk.infoset_player, dtype=np.intc)[infoset_order].astype(np.int64)),
+        infoset_num_actions=torch.from_numpy(new_num_actions),
+        infoset_action_offset=torch.from_numpy(new_offset),
+        action_infoset=action_infoset,
+        action_id=torch.from_numpy(action_id),
+        infoset_keys=infoset_keys,
+        game_string=walk.game_string,
+        metadata={"num_distinct_actions": loaded.num_distinct_actions(),
+                  "short_name": loaded.get_type().short_name},
+    )
 
-    # --- infosets and slots renumbered by first occurrence in level order, in place.
+
+class _Walk:
+    """The depth-first walk's bookkeeping, in walk order: infosets numbered on first sight
+    (key -> id, player, legal actions shared through a pool, first slot), the per-depth
+    typed arrays (:func:`_new_level_arrays`) and the counts the memory check reads."""
+
+    def __init__(self, loaded: "object", max_memory_bytes: int | None, dtype: torch.dtype,
+                 progress: "Callable[[int, int], None] | None") -> None:
+        self.num_players = loaded.num_players()
+        self.game_string = str(loaded)
+        self.max_memory_bytes = max_memory_bytes
+        self.float_bytes = torch.empty((), dtype=dtype).element_size()
+        self.progress = progress
+        # Information-state string -> walk-order infoset id.  The dict's insertion order is
+        # the id order, so the strings are kept once (no parallel list) and the dict is
+        # dropped as soon as the walk ends (the tree keeps them packed in an InfosetKeys).
+        self.infoset_index: dict[str, int] = {}
+        self.infoset_player = array("i")
+        # Legal actions per infoset, as tuples shared through a pool (games have few
+        # distinct legal-action sets): one pointer per infoset instead of one list each.
+        self.infoset_actions: list[tuple[int, ...]] = []
+        self.action_sets: dict[tuple[int, ...], tuple[int, ...]] = {}
+        self.infoset_offset = array("q")
+        self.num_slots = 0
+        self.levels_arrays: list[tuple] = [_new_level_arrays()]
+        self.num_nodes = 0
+        self.key_bytes = 0  # bytes of the information-state strings kept (and dict entries)
+        self.terminals = 0
+        self.chance_edges = 0
+        self.rss_start = current_rss_bytes()
+
+    def check(self, nodes: int, pending: int) -> None:
+        """The memory budget (:func:`_check_walk_memory`) and the progress callback, after
+        ``nodes`` nodes with ``pending`` states on the stack."""
+        if self.max_memory_bytes is not None:
+            _check_walk_memory(self.game_string, nodes, pending, self.num_slots,
+                               len(self.infoset_index), self.num_players, self.float_bytes,
+                               self.max_memory_bytes, self.key_bytes,
+                               current_rss_bytes() - self.rss_start, self.terminals,
+                               self.chance_edges)
+        if self.progress is not None:
+            self.progress(nodes, len(self.infoset_index))
+
+    def run(self, root: "object", max_nodes: int | None) -> None:
+        """Visit every node below ``root`` once, appending each to its depth's arrays.
+
+        The hot loop keeps its counters and bound methods in locals (one attribute
+        lookup per node would cost), and writes the counters back for :meth:`check`."""
+        import pyspiel
+
+        game_string = self.game_string
+        terminal_id = int(pyspiel.PlayerId.TERMINAL)
+        chance_id = int(pyspiel.PlayerId.CHANCE)
+        infoset_index = self.infoset_index
+        infoset_player = self.infoset_player
+        infoset_actions = self.infoset_actions
+        action_sets = self.action_sets
+        infoset_offset = self.infoset_offset
+        levels_arrays = self.levels_arrays
+        level_appenders: list[tuple] = [_appenders(levels_arrays[0])]
+        # Pending nodes: (state, parent's index in its level, depth, slot, chance prob);
+        # children are pushed in reverse so that they are popped (visited) in action order.
+        stack: list[tuple] = [(root, -1, 0, -1, 1.0)]
+        del root
+        pop, push_all = stack.pop, stack.extend
+        node_limit = max_nodes if max_nodes is not None else -1
+        num_slots = key_bytes = terminals = chance_edges = 0
+        # Checks run every ``check_every`` OpenSpiel states created (nodes visited plus
+        # states waiting on the stack): deep games such as chess push tens of thousands of
+        # large states before visiting a few thousand nodes.
+        check_every = 1024
+        next_check = check_every
+        node = -1
+        try:
+            while stack:
+                state, parent, depth, slot, prob = pop()
+                node += 1
+                if node == node_limit:
+                    raise MemoryLimitError(
+                        f"{game_string} has more than {max_nodes} nodes (limit reached while "
+                        "walking)")
+                if node + len(stack) >= next_check:
+                    next_check = node + len(stack) + check_every
+                    self.num_slots, self.key_bytes = num_slots, key_bytes
+                    self.terminals, self.chance_edges = terminals, chance_edges
+                    self.check(node, len(stack))
+                (append_parent, append_kind, append_infoset, append_slot, append_prob,
+                 extend_returns, kinds) = level_appenders[depth]
+                index = len(kinds)  # this node's position in its level
+                append_parent(parent)
+                append_slot(slot)
+                if slot < 0:
+                    append_prob(prob)
+                    chance_edges += 1
+                player = state.current_player()
+                if player == terminal_id:
+                    append_kind(KIND_TERMINAL)
+                    append_infoset(-1)
+                    extend_returns(state.returns())
+                    terminals += 1
+                elif player == chance_id:
+                    append_kind(KIND_CHANCE)
+                    append_infoset(-1)
+                    child_depth = depth + 1
+                    if child_depth == len(levels_arrays):
+                        levels_arrays.append(_new_level_arrays())
+                        level_appenders.append(_appenders(levels_arrays[-1]))
+                    push_all([(state.child(a), index, child_depth, -1, p)
+                              for a, p in reversed(state.chance_outcomes()) if p > 0.0])
+                elif player >= 0:
+                    append_kind(player)
+                    key = state.information_state_string(player)
+                    legal = state.legal_actions(player)
+                    info = infoset_index.get(key)
+                    if info is None:
+                        if not legal:
+                            raise UnsupportedGameError(
+                                f"{game_string}: decision node without legal actions "
+                                f"({key!r})")
+                        info = len(infoset_index)
+                        key_bytes += len(key) + KEY_OVERHEAD_BYTES
+                        infoset_index[key] = info
+                        infoset_player.append(player)
+                        actions = tuple(legal)
+                        infoset_actions.append(action_sets.setdefault(actions, actions))
+                        infoset_offset.append(num_slots)
+                        num_slots += len(legal)
+                    elif (infoset_player[info] != player
+                          or infoset_actions[info] != tuple(legal)):
+                        raise UnsupportedGameError(
+                            f"{game_string}: histories with information state {key!r} differ "
+                            "in acting player or legal actions (the info-state strings do "
+                            "not define information sets)")
+                    append_infoset(info)
+                    first_slot = infoset_offset[info]
+                    child_depth = depth + 1
+                    if child_depth == len(levels_arrays):
+                        levels_arrays.append(_new_level_arrays())
+                        level_appenders.append(_appenders(levels_arrays[-1]))
+                    push_all([(state.child(legal[j]), index, child_depth, first_slot + j, 1.0)
+                              for j in range(len(legal) - 1, -1, -1)])
+                else:
+                    raise UnsupportedGameError(
+                        f"{game_string}: node with player id {player} (simultaneous node in "
+                        "a sequential game?)")
+                del state
+        except OverflowError:  # an int32 array overflowed: 2^31 slots, infosets or nodes
+            raise MemoryLimitError(
+                f"{game_string} has more than 2^31 action slots or nodes in one level; too "
+                "large for the tensor CFR engine") from None
+        self.num_nodes = node + 1
+        self.num_slots, self.key_bytes = num_slots, key_bytes
+        self.terminals, self.chance_edges = terminals, chance_edges
+
+
+def _renumber_infosets(levels_arrays: list[tuple], num_infosets: int
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """Infosets numbered by first occurrence in level order: ``(new id of each walk-order
+    id, with one more entry [-1] -> -1; walk-order id of each new id)``."""
     new_infoset_of_walk = np.full(num_infosets + 1, -1, dtype=np.int32)  # [-1] maps -1 -> -1
     next_id = 0
     for arrays in levels_arrays:
@@ -417,10 +487,17 @@ def _flatten(loaded: "object", max_memory_bytes: int | None, dtype: torch.dtype,
         del ids, seen, unique, first, fresh
     infoset_order = np.empty(num_infosets, dtype=np.int64)  # new id -> walk-order id
     infoset_order[new_infoset_of_walk[:-1]] = np.arange(num_infosets, dtype=np.int64)
-    # The strings packed first, so they are freed before the larger arrays below.
-    infoset_keys = InfosetKeys([walk_keys[i] for i in infoset_order.tolist()])
-    del walk_keys
-    walk_num_actions = np.fromiter((len(a) for a in infoset_actions), dtype=np.int64,
+    return new_infoset_of_walk, infoset_order
+
+
+def _renumber_slots(walk: _Walk, new_infoset_of_walk: np.ndarray, infoset_order: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Slots following the renumbered infosets: ``(actions per new infoset, its first
+    slot, new slot of each walk slot with one more entry [-1] -> -1)``; drops the walk's
+    slot offsets."""
+    num_infosets = len(infoset_order)
+    num_slots = walk.num_slots
+    walk_num_actions = np.fromiter((len(a) for a in walk.infoset_actions), dtype=np.int64,
                                    count=num_infosets)
     new_num_actions = walk_num_actions[infoset_order]
     new_offset = np.zeros(num_infosets, dtype=np.int64)
@@ -430,8 +507,8 @@ def _flatten(loaded: "object", max_memory_bytes: int | None, dtype: torch.dtype,
     # new_offset[new id of i] + j: an int32 shift per infoset repeated over its slots, plus
     # the walk slot number added in chunks (no int64 temporaries of the slot count).
     shift = (new_offset[new_infoset_of_walk[:-1]]
-             - np.frombuffer(infoset_offset, dtype=np.int64)).astype(np.int32)
-    del infoset_offset
+             - np.frombuffer(walk.infoset_offset, dtype=np.int64)).astype(np.int32)
+    walk.infoset_offset = array("q")
     # One extra entry, -1, so that -1 maps to -1 (np.take's mode="wrap" below).
     new_slot_of_walk = np.repeat(np.append(shift, np.int32(-1)),
                                  np.append(walk_num_actions, 1))
@@ -440,9 +517,15 @@ def _flatten(loaded: "object", max_memory_bytes: int | None, dtype: torch.dtype,
     for start in range(0, num_slots, chunk):
         stop = min(start + chunk, num_slots)
         new_slot_of_walk[start:stop] += np.arange(start, stop, dtype=np.int32)
+    return new_num_actions, new_offset, new_slot_of_walk
 
-    # --- per-level tensors: the typed arrays themselves (zero copy; CPython over-allocates
-    # them by about 6%), infoset and slot ids remapped in place.
+
+def _levels_over_arrays(levels_arrays: list[tuple], new_infoset_of_walk: np.ndarray,
+                        new_slot_of_walk: np.ndarray, dtype: torch.dtype,
+                        num_players: int) -> list[Level]:
+    """Per-level tensors over the typed arrays themselves (zero copy; CPython
+    over-allocates them by about 6%), infoset and slot ids remapped in place; each
+    depth's entry of ``levels_arrays`` is dropped once its level is built."""
     levels: list[Level] = []
     for d in range(len(levels_arrays)):
         parents, kinds, infosets, slots, probs, returns = levels_arrays[d]
@@ -461,30 +544,7 @@ def _flatten(loaded: "object", max_memory_bytes: int | None, dtype: torch.dtype,
             terminal_utility=_tensor_over(returns, torch.float64).to(dtype).reshape(
                 -1, num_players)))
         del parents, kinds, infosets, slots, probs, returns
-    del levels_arrays, new_infoset_of_walk
-
-    action_infoset = torch.from_numpy(np.repeat(np.arange(num_infosets, dtype=np.int32),
-                                                new_num_actions))
-    action_id = np.empty(num_slots, dtype=np.int32)
-    action_id[new_slot_of_walk[:-1]] = np.fromiter(chain.from_iterable(infoset_actions),
-                                                   dtype=np.int32, count=num_slots)
-    del infoset_actions, action_sets, new_slot_of_walk
-    tree = LevelTree(
-        num_players=num_players,
-        levels=levels,
-        num_infosets=num_infosets,
-        infoset_player=torch.from_numpy(
-            np.frombuffer(infoset_player, dtype=np.intc)[infoset_order].astype(np.int64)),
-        infoset_num_actions=torch.from_numpy(new_num_actions),
-        infoset_action_offset=torch.from_numpy(new_offset),
-        action_infoset=action_infoset,
-        action_id=torch.from_numpy(action_id),
-        infoset_keys=infoset_keys,
-        game_string=game_string,
-        metadata={"num_distinct_actions": loaded.num_distinct_actions(),
-                  "short_name": loaded.get_type().short_name},
-    )
-    return tree
+    return levels
 
 
 def _tensor_over(values: array, dtype: torch.dtype) -> torch.Tensor:
