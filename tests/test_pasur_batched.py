@@ -77,8 +77,13 @@ def test_run_dcfr_batch_writes_the_run_folders_of_separate_solves(tmp_path):
     common = dict(iterations=ITERATIONS, checkpoint=False, reuse_freed_memory=False)
     alone = [run_dcfr(DcfrSettings(deal=d, out=tmp_path / f"alone{k}", **common))
              for k, d in enumerate(deals)]
+    events = []
     batch = run_dcfr_batch([DcfrSettings(deal=d, out=tmp_path / f"batch{k}", **common)
-                            for k, d in enumerate(deals)])
+                            for k, d in enumerate(deals)], on_progress=events.append)
+    assert events[0].event == "built" and events[0].nodes_per_round == tuple(
+        a + b for a, b in zip(alone[0]["nodes_per_round"], alone[1]["nodes_per_round"]))
+    assert (events[-1].event, events[-1].round_index, events[-1].done) == (
+        "iteration", 0, ITERATIONS)
     for k, (a, b) in enumerate(zip(alone, batch)):
         assert b["batch_size"] == 2 and set(a) | {"batch_size"} == set(b)
         for key in ("value", "exact_value", "exploitability", "best_response_to_alex",

@@ -397,12 +397,7 @@ def run_dcfr_batch(settings: Sequence[Any], *,
     check_batch_memory(batch_memory_need(graphs_per_deal), len(settings), torch_device,
                        first.max_memory)
 
-    progress = None
-    if on_progress is not None:
-        def progress(round_index: int, done: int) -> None:
-            on_progress(DcfrProgress("iteration", nodes, first.iterations, round_index, done))
-
-    nodes: tuple[int, ...] = ()
+    nodes: tuple[int, ...] = ()  # of the merged rounds, known once they exist
 
     def merged_ready(merged: list[RoundGraph]) -> None:
         nonlocal nodes
@@ -410,8 +405,14 @@ def run_dcfr_batch(settings: Sequence[Any], *,
         if on_progress is not None:
             on_progress(DcfrProgress("built", nodes, first.iterations))
 
+    def progress(round_index: int, done: int) -> None:
+        if on_progress is not None:
+            on_progress(DcfrProgress("iteration", nodes, first.iterations, round_index, done))
+
     batch = solve_graphs_batch(graphs_per_deal, first.cfr_variant, first.iterations,
-                               device=torch_device, progress=progress, on_merged=merged_ready)
+                               device=torch_device,
+                               progress=progress if on_progress is not None else None,
+                               on_merged=merged_ready)
     results = []
     for k, s in enumerate(settings):
         solution = batch.solutions[k]
