@@ -13,8 +13,10 @@ Per row: deals per second end to end (builds + solve) and for the solve alone, a
 edge-iterations per second (edges of all rounds x iterations / solve seconds), which does not
 depend on which deals a row holds (deal sizes vary 2-3x); the speed-up over the baseline is
 given in both. Each batch's per-deal values are compared with the baseline's where the deals
-overlap (``max_value_diff``). A size whose projected time would pass ``--time-budget`` is
-skipped (said in the output). The 1-minute load average is noted before and after each row.
+overlap (``max_value_diff``). A size whose projected time would pass ``--time-budget``, or
+whose memory (the model, scaled from the deals built so far) would pass 90% of what the
+device has free, is skipped (said in the output). The 1-minute load average is noted
+before and after each row.
 
 Runs from a checkout with ``PYTHONPATH=src`` and no install (numpy and torch only). Usage::
 
@@ -203,7 +205,8 @@ def batches(sizes: list[int], iterations: int, device: Any, budget_end: float,
 
     from tensorcfr.core.regret import CFRVariant
     from tensorcfr.games.pasur.engine.rules import random_deal
-    from tensorcfr.games.pasur.solving.batched import batch_memory_need, solve_graphs_batch
+    from tensorcfr.games.pasur.solving.batched import (batch_memory_need, memory_allowed,
+                                                       solve_graphs_batch)
     from tensorcfr.games.pasur.solving.dcfr_run import build_graphs
 
     variant = CFRVariant.parse("dcfr", None, None, None)
@@ -225,6 +228,14 @@ def batches(sizes: list[int], iterations: int, device: Any, budget_end: float,
                          "time budget"})
             on_row(rows[-1])
             break
+        if graphs:  # the memory model of the deals built so far, scaled to this size
+            need = batch_memory_need(graphs) * size / len(graphs)
+            limit, what = memory_allowed(device, None)
+            if need > 0.9 * limit:
+                rows.append({"size": size, "skipped": f"needs about {need / 2**30:.0f} GiB, "
+                             f"{limit / 2**30:.0f} GiB {what}"})
+                on_row(rows[-1])
+                break
         builder.up_to(size)
         load = _load()
         if device.type == "cuda":

@@ -50,6 +50,7 @@ __all__ = [
     "batch_memory_need",
     "batch_quality",
     "check_batch_memory",
+    "memory_allowed",
     "merge_graphs",
     "run_dcfr_batch",
     "solve_graphs_batch",
