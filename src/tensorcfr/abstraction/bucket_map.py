@@ -96,6 +96,7 @@ class BucketMap:
 def load_bucket_map(path: str | os.PathLike[str]) -> BucketMap:
     """Read a bucket-map NPZ file; :class:`CorruptFileError` when it is missing, truncated
     or not a bucket map."""
+    from tensorcfr.utils.manifest import check_format
     from tensorcfr.utils.reading import check_input_file, strict_json_loads
 
     if not os.path.lexists(path):
@@ -115,11 +116,8 @@ def load_bucket_map(path: str | os.PathLike[str]) -> BucketMap:
         if array.dtype.kind in "fc":
             check_finite(array, f"bucket map {os.fspath(path)!r}: {name}")
     try:
-        meta = strict_json_loads(str(files.pop("meta")))
-        if not isinstance(meta, dict):
-            raise ValueError("meta is not a JSON object")
-        if meta.get("format") != FORMAT_NAME:
-            raise ValueError("wrong format name")
+        meta = check_format(strict_json_loads(str(files.pop("meta"))), FORMAT_NAME, "meta",
+                            "a bucket map")
         if int(meta.get("version", 0)) > FORMAT_VERSION:
             raise ValueError(f"format version {meta.get('version')} is newer than this "
                              "tensorcfr reads")

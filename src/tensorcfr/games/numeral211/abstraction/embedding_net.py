@@ -735,6 +735,7 @@ def save_embedding(path: str | os.PathLike[str], emb: EmbeddingFile) -> None:
 
 def load_embedding(path: str | os.PathLike[str]) -> EmbeddingFile:
     """Read an embedding NPZ (:class:`CorruptFileError` on anything else)."""
+    from tensorcfr.utils.manifest import check_format
     from tensorcfr.utils.reading import check_input_file, strict_json_loads
 
     if not os.path.lexists(path):
@@ -743,9 +744,8 @@ def load_embedding(path: str | os.PathLike[str]) -> EmbeddingFile:
     try:
         with np.load(path, allow_pickle=False) as data:
             files = {k: data[k] for k in data.files}
-        meta = strict_json_loads(str(files["meta"]))
-        if not isinstance(meta, dict) or meta.get("format") != EMBEDDING_FORMAT:
-            raise ValueError("not an embedding file")
+        meta = check_format(strict_json_loads(str(files["meta"])), EMBEDDING_FORMAT, "meta",
+                            "an embedding file")
         config = GameConfig.from_dict(meta["game"])
         counts = isomorphism(config).isomorphic_classes()
         phi = {}
