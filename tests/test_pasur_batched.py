@@ -108,6 +108,14 @@ def test_a_batch_that_does_not_fit_is_refused_with_a_batch_size_that_does(graphs
         run_dcfr_batch([DcfrSettings(deal=deals[0], iterations=1, max_memory=one // 2)])
 
 
+def test_a_tree_mode_batch_is_checked_on_the_summed_tree_model_before_building():
+    settings = [DcfrSettings(deal=rules.random_deal(s), mode="tree", iterations=1,
+                             max_memory="1G") for s in (11, 12)]  # 0.66 + 1.15 GiB
+    with pytest.raises(MemoryLimitError, match=r"a batch of 2 deals needs about 1\.8 GiB.*"
+                                               r"--batch-size 1"):
+        run_dcfr_batch(settings)
+
+
 def test_settings_a_batch_cannot_share_are_refused():
     deals = [rules.random_deal(s) for s in SEEDS[:2]]
     with pytest.raises(TensorCFRError, match="must share their iterations"):
