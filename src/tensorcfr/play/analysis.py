@@ -16,18 +16,16 @@ terminals; :class:`~tensorcfr.play.session.GameSession` answers through these fu
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Protocol, Sequence
 
 from tensorcfr.errors import IllegalMoveError
 from tensorcfr.games.pasur.engine.observation import observe
 from tensorcfr.games.pasur.engine.rules import PLAYERS, GameState, score
 from tensorcfr.games.pasur.vocab import Mode
+from tensorcfr.play.caches import SolutionCache
 from tensorcfr.play.opponents import ESTIMATE_MEASURES, agent_estimates, make_hidden_agent
 
-if TYPE_CHECKING:
-    from tensorcfr.play.session import GameSession
-
-__all__ = ["AgentAdvice", "exact_hints", "game_analysis", "hint_report"]
+__all__ = ["AgentAdvice", "AnalysedSession", "exact_hints", "game_analysis", "hint_report"]
 
 SEED_SPACE = 2**63
 """The agent's draws at a position are seeded in 0..SEED_SPACE-1 (the session's seed range)."""
@@ -90,9 +88,40 @@ def _estimate_rows(estimates: Sequence[Any]) -> list[dict[str, Any]]:
              "best": e.value == best, "samples": int(e.samples)} for e in estimates]
 
 
+class AnalysedSession(Protocol):
+    """What the analysis reads from a game: :class:`~tensorcfr.play.session.GameSession`
+    is one (the session imports this module, never the reverse)."""
+
+    deal: Any
+    mode: Mode
+    human: int
+    human_known: bool
+    ai_name: str | None
+    solutions: SolutionCache
+    states: list[GameState]
+    plays: Sequence[Any]  # the session's PlayInfo rows (``.player`` read here)
+
+    @property
+    def state(self) -> GameState: ...
+
+    @property
+    def ai_seat(self) -> int: ...
+
+    @property
+    def over(self) -> bool: ...
+
+    def advice(self) -> AgentAdvice | None: ...
+
+    def estimates_at(self, index: int) -> list[Any] | None: ...
+
+    def require_exact_allowed(self) -> None: ...
+
+    def state_at(self, at: int | None) -> GameState: ...
+
+
 # --------------------------------------------------------------------------- hints
 
-def hint_report(session: GameSession, at: int | None = None) -> dict[str, Any]:
+def hint_report(session: AnalysedSession, at: int | None = None) -> dict[str, Any]:
     """What the Hint button shows for position ``at`` (default: now).
 
     ``kind`` ``"exact"``: open mode, or any position of a finished game: :func:`exact_hints`.
@@ -126,7 +155,7 @@ def hint_report(session: GameSession, at: int | None = None) -> dict[str, Any]:
             "samples": samples, "measure": advice.measure, "what": advice.text(samples)}
 
 
-def exact_hints(session: GameSession, at: int | None = None) -> list[dict[str, Any]]:
+def exact_hints(session: AnalysedSession, at: int | None = None) -> list[dict[str, Any]]:
     """Every legal play at position ``at`` (default: now) with its exact value.
 
     ``value`` is the final point difference for the player to move (their points minus
@@ -147,7 +176,7 @@ def exact_hints(session: GameSession, at: int | None = None) -> list[dict[str, A
 
 # --------------------------------------------------------------------------- the analysis
 
-def game_analysis(session: GameSession) -> dict[str, Any]:
+def game_analysis(session: AnalysedSession) -> dict[str, Any]:
     """The end-of-game analysis (also for an unfinished open game: the plays so far).
 
     Keys: ``final`` (both score breakdowns and ``utility``, Alex minus Bob),
@@ -202,7 +231,7 @@ def game_analysis(session: GameSession) -> dict[str, Any]:
     return out
 
 
-def _estimate_analysis(session: GameSession, rows: list[dict[str, Any]]) -> dict[str, Any]:
+def _estimate_analysis(session: AnalysedSession, rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Adds the agent's estimate columns to the human's rows; returns the summary."""
     summary: dict[str, Any] = {"agent": session.ai_name, "available": False,
                                "human_cost": None}
