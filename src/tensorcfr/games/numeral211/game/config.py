@@ -74,6 +74,12 @@ class GameConfig:
                            tuple(int(b) for b in _as_tuple(self.public_cards, "public_cards")))
         self.validate()
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> "GameConfig":
+        """The config itself: it is immutable (frozen; str, int and int-tuple fields), and
+        OpenSpiel clones every state of ``python_numeral211`` with ``copy.deepcopy``, where
+        rebuilding the config was most of the cost of a clone."""
+        return self
+
     # ------------------------------------------------------------------ validation
     def validate(self) -> None:
         """Raise :class:`GameConfigError` (one line) when the parameters are unplayable."""

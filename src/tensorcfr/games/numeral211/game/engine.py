@@ -10,6 +10,7 @@ lost (-), zero-sum.
 
 from __future__ import annotations
 
+import copy
 import random
 from dataclasses import dataclass, field
 
@@ -47,6 +48,19 @@ class State:
         if len(self.deal) != n or len(set(self.deal)) != n or not all(
                 0 <= c < self.config.num_cards for c in self.deal):
             raise TensorCFRError(f"a deal needs {n} distinct cards of the deck, got {self.deal}")
+
+    def __deepcopy__(self, memo: dict[int, object]) -> "State":
+        """A deep copy built directly: lists of ints or strings (the deal, the rounds' histories)
+        are copied as lists, anything else with :func:`copy.deepcopy` (the config is immutable
+        and copies as itself). OpenSpiel clones a ``python_numeral211`` state, and this engine
+        state in it, with ``copy.deepcopy`` at every step of a tree walk."""
+        clone = copy.copy(self)
+        for name, value in vars(self).items():
+            if type(value) is list and all(type(v) in (int, str) for v in value):
+                setattr(clone, name, list(value))
+            else:
+                setattr(clone, name, copy.deepcopy(value, memo))
+        return clone
 
     # ------------------------------------------------------------------ views
     @property
