@@ -48,7 +48,6 @@ skipped (``pytest -s``).
 from __future__ import annotations
 
 import io
-import os
 import re
 import shlex
 import shutil

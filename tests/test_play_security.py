@@ -30,7 +30,6 @@ It fails if any of these reveals a hidden card. After the end the record must ca
 from __future__ import annotations
 
 import base64
-import json
 import os
 import random
 import re

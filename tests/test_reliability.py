@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 from _cli_helpers import run_cli
-from tensorcfr.errors import OutputWriteError, TensorCFRError
+from tensorcfr.errors import OutputWriteError
 from tensorcfr.utils.journal import append_journal, folder_lock, read_journal
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")

@@ -101,7 +101,6 @@ from tensorcfr.games.pasur.engine.cards import (
     is_club,
     is_jack,
     is_numeric,
-    is_queen,
 )
 from tensorcfr.games.pasur.engine.determinize import determinize
 from tensorcfr.games.pasur.engine.observation import Observation, observe
