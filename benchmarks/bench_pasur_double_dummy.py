@@ -33,26 +33,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def timed(fn: Callable[[], Any]) -> tuple[Any, float, float]:
-    """``fn()``, its wall seconds and CPU seconds."""
-    wall0, cpu0 = time.perf_counter(), time.process_time()
-    out = fn()
-    return out, time.perf_counter() - wall0, time.process_time() - cpu0
-
-
-def _parse_seeds(text: str) -> list[int]:
-    out: list[int] = []
-    for part in text.split(","):
-        lo, _, hi = part.partition("-")
-        out.extend(range(int(lo), int(hi or lo) + 1))
-    return out
+from _timing import ROOT, git_commit, machine_line, parse_seeds, timed
 
 
 def _determinized_start(seed: int) -> Any:
@@ -251,18 +235,17 @@ def main() -> None:
     from tensorcfr.utils.machine import machine_info
 
     torch.set_num_threads(1)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                            text=True, check=False).stdout.strip()
+    commit = git_commit()
     machine = machine_info()
     load_start = os.getloadavg()[0]
     compile_s = bench_compile()
     compile_kernels()
     action_values_many([_determinized_start(99)])  # warm the exact solver's tables
-    seeds = _parse_seeds(args.seeds)
+    seeds = parse_seeds(args.seeds)
     plays = bench_plays(seeds)
     values = bench_values(seeds)
-    pimc = bench_pimc(_parse_seeds(args.pimc_seeds), args.seconds)
-    info = {"machine": f"{machine['cpu']}, {machine['cores']} cores, {machine['ram_gib']:.1f} GiB RAM",
+    pimc = bench_pimc(parse_seeds(args.pimc_seeds), args.seconds)
+    info = {"machine": machine_line(machine),
             "commit": commit, "python": machine["python"], "numpy": numpy.__version__,
             "numba": numba.__version__, "date": machine["date"],
             "load": (load_start, os.getloadavg()[0]), "threads": 1}

@@ -31,11 +31,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+from _timing import ROOT, git_commit, machine_line, parse_seeds, timed
 BASELINE_COMMIT = "523fbf2"
 MID_PLAYS = (3, 11, 19, 27, 35, 43)
 BATCH_PLAYS = (("start", 0), ("mid-game", 20), ("late", 36))
@@ -54,21 +53,6 @@ def load_baseline() -> Any:
     sys.modules["exact_baseline"] = module
     spec.loader.exec_module(module)
     return module
-
-
-def timed(fn: Callable[[], Any]) -> tuple[Any, float, float]:
-    """``fn()``, its wall seconds and CPU seconds."""
-    wall0, cpu0 = time.perf_counter(), time.process_time()
-    out = fn()
-    return out, time.perf_counter() - wall0, time.process_time() - cpu0
-
-
-def _parse_seeds(text: str) -> list[int]:
-    out: list[int] = []
-    for part in text.split(","):
-        lo, _, hi = part.partition("-")
-        out.extend(range(int(lo), int(hi or lo) + 1))
-    return out
 
 
 def _after_plays(deal: tuple[int, ...], plays: list[dict[str, Any]], count: int) -> Any:
@@ -310,8 +294,7 @@ def main() -> None:
     from tensorcfr.utils.machine import machine_info
 
     torch.set_num_threads(1)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                            text=True, check=False).stdout.strip()
+    commit = git_commit()
     machine = machine_info()
     load_start = os.getloadavg()[0]
     old = load_baseline()
@@ -323,14 +306,14 @@ def main() -> None:
         warm = rules.apply_action(warm, rules.legal_actions(warm)[0])
     old.solve_exact(warm), exact.solve_exact(warm), exact.action_values_many([warm, warm])
     random.seed(0)
-    seeds = _parse_seeds(args.seeds)
+    seeds = parse_seeds(args.seeds)
     whole, lines = bench_whole(old, seeds)
     mid = bench_mid(old, seeds, lines)
-    batch_seeds = [s for s in _parse_seeds(args.batch_seeds) if s in lines]
+    batch_seeds = [s for s in parse_seeds(args.batch_seeds) if s in lines]
     batches = bench_batches(old, batch_seeds, lines, args.k)
-    game_seeds = [s for s in _parse_seeds(args.game_seeds) if s in lines]
+    game_seeds = [s for s in parse_seeds(args.game_seeds) if s in lines]
     games = bench_games(game_seeds, lines, args.k)
-    info = {"machine": f"{machine['cpu']}, {machine['cores']} cores, {machine['ram_gib']:.1f} GiB RAM",
+    info = {"machine": machine_line(machine),
             "commit": commit,
             "python": machine["python"], "torch": machine["torch"], "numpy": numpy.__version__,
             "date": machine["date"], "load": (load_start, os.getloadavg()[0]), "threads": 1}
