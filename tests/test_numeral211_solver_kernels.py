@@ -94,3 +94,22 @@ def test_a_pass_on_its_own_leaves_the_strategy_to_the_caller() -> None:
     for x, y in zip(_tables(solvers[0]), _tables(solvers[1])):
         assert torch.equal(x, y)
     assert all(torch.equal(x, y) for x, y in zip(before, solvers[1].strategy))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_cuda_solver_keeps_the_torch_rules() -> None:  # pragma: no cover - no GPU in CI
+    """On a GPU the hook declines (the kernels are CPU-only) and one iteration gives the
+    CPU's player-0 regrets (float64; player 1's pass already plays player 0's new strategy,
+    where rounding-level regrets may break ties differently)."""
+    cpu_game = n211.build_game(SMALL, dtype=torch.float64)
+    gpu_game = n211.build_game(SMALL, dtype=torch.float64, device="cuda")
+    gpu = n211.ClassStorageCFR(gpu_game, "cfr+")
+    assert gpu.fused_node_update(0, 0, [], gpu_game, gpu_game) is False
+    cpu = n211.ClassStorageCFR(cpu_game, "cfr+")
+    for solver in (cpu, gpu):
+        solver.iterate(1)
+    for r in range(3):
+        for j, sl in enumerate(cpu._node_slices(r)):
+            if cpu_game.rounds[r].players[j] == 0:
+                assert torch.allclose(gpu.regrets[r][sl].cpu(), cpu.regrets[r][sl],
+                                      rtol=1e-9, atol=1e-9), (r, j)
