@@ -20,11 +20,12 @@ demo: setup
 	$(BIN)/tensorcfr pasur solve --seed $(SEED)
 
 ## Set up, then run the test suite (-rs: skipped tests say why) on TEST_WORKERS processes
-## (pytest-xdist; a test file stays on one worker, so its module fixtures are built once) with
-## one torch/OpenMP thread each, so two workers never oversubscribe two cores.
+## (pytest-xdist; a test file stays on one worker, so its module fixtures are built once; the
+## slow files go first, in tests/conftest.py's order, not xdist's by test count) with one
+## torch/OpenMP thread each, so two workers never oversubscribe two cores. docs/testing.md.
 TEST_WORKERS ?= 2
 test: setup browser-deps
-	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(BIN)/python -m pytest -rs -n $(TEST_WORKERS) --dist loadfile
+	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(BIN)/python -m pytest -rs -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 ## The browser test (tests/test_play_browser.py) drives Debian's chromium + chromium-driver:
 ## installed here when missing and running as root with apt-get (as on CI); otherwise the

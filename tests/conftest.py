@@ -13,3 +13,48 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(previous)
+
+
+# ------------------------------------------------------------------ distribution (xdist)
+# `make test` runs `pytest -n 2 --dist loadfile --no-loadscope-reorder`: each file runs whole on
+# one worker (its module fixtures are built once) and a worker takes the next file when it is
+# nearly done. Files are handed out in the order below: the known slow files first, slowest
+# first (the longest-processing-time rule), so that no long file starts last while the other
+# worker idles; every other file keeps its place after them. The seconds are one file's sum of
+# test times, measured with `--junitxml` on a fresh clone (docs/testing.md): only their order
+# matters, and a file missing here only runs later.
+SLOW_FILE_SECONDS: dict[str, float] = {
+    "test_numeral211_solver.py": 190,
+    "test_pasur_tournament.py": 70,
+    "test_numeral211_embedding.py": 65,
+    "test_play_browser.py": 62,
+    "test_reliability_kinds.py": 57,
+    "test_reliability.py": 56,
+    "test_pasur_evaluate.py": 50,
+    "test_reliability_ray.py": 50,
+    "test_play_terminal.py": 48,
+    "test_cli_pasur_dcfr.py": 47,
+    "test_numeral211_figure5_bench.py": 45,
+    "test_pasur_batch.py": 39,
+    "test_numeral211_abstract_cfr.py": 38,
+    "test_cli_pasur_basic.py": 37,
+    "test_docs_examples.py": 32,
+    "test_pasur_tensor_tree.py": 31,
+    "test_numeral211_cfr_br.py": 30,
+    "test_play_security.py": 30,
+    "test_numeral211_sampled.py": 26,
+    "test_play_memory.py": 24,
+    "test_pasur_exact.py": 24,
+    "test_pasur_round_cfr.py": 24,
+    "test_numeral211_soft_clustering.py": 22,
+    "test_play_api.py": 20,
+    "test_core_numba.py": 19,
+    "test_cfr_parity.py": 18,
+    "test_pasur_policy_model.py": 18,
+}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Put the tests of the known slow files first, slowest file first (stable otherwise)."""
+    order = {id(item): i for i, item in enumerate(items)}
+    items.sort(key=lambda item: (-SLOW_FILE_SECONDS.get(item.path.name, 0.0), order[id(item)]))
