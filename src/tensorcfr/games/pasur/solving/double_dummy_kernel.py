@@ -381,6 +381,135 @@ def _store(frame: np.ndarray, t: np.int64, best: np.int64, table: np.ndarray, ge
                       | ((hi + BIAS) << HI_SHIFT) | (frame[t, F_BEST_INDEX] << MOVE_SHIFT))
 
 
+@njit(cache=True, inline="always")
+def _set_position(frame: np.ndarray, t: np.int64, pool: np.int64, rel_a: np.int64,
+                  rel_b: np.int64, clubs_a: np.int64, clubs_b: np.int64, last: np.int64,
+                  points_left: np.int64, alpha: np.int64, beta: np.int64) -> None:
+    """Node ``t``'s position and window into ``frame[t]`` (the root's, or a child's)."""
+    frame[t, F_POOL] = pool
+    frame[t, F_REL_A] = rel_a
+    frame[t, F_REL_B] = rel_b
+    frame[t, F_CLUBS_A] = clubs_a
+    frame[t, F_CLUBS_B] = clubs_b
+    frame[t, F_LAST] = last
+    frame[t, F_POINTS] = points_left
+    frame[t, F_ALPHA] = alpha
+    frame[t, F_BETA] = beta
+
+
+@njit(cache=True, inline="always")
+def _value_bounds(t: np.int64, clubs_a: np.int64, clubs_b: np.int64, points_left: np.int64
+                  ) -> tuple[np.int64, np.int64]:
+    """``(lower, upper)``: what the mover at play ``t < 48`` can still make at worst and at
+    best (the points to come, every Sur still possible, the clubs bonus while reachable)."""
+    p = t % 2
+    done = clubs_a >= CLUBS_DONE
+    plays_with_sur = LAST_SUR_PLAY - t if t < LAST_SUR_PLAY else 0
+    mine = clubs_a if p == 0 else clubs_b
+    theirs = clubs_b if p == 0 else clubs_a
+    upper = points_left + 5 * ((plays_with_sur + 1) // 2)
+    lower = -(points_left + 5 * (plays_with_sur // 2))
+    if not done:
+        clubs_left = 13 - clubs_a - clubs_b
+        if mine + clubs_left >= 7:
+            upper += 7
+        if theirs + clubs_left >= 7:
+            lower -= 7
+    return lower, upper
+
+
+@njit(cache=True, inline="always")
+def _probe(table: np.ndarray, slot: np.int64, word0: np.int64, meta: np.int64, gen: np.int64,
+           lo: np.int64, hi: np.int64, alpha: np.int64, beta: np.int64
+           ) -> tuple[bool, np.int64, np.int64, np.int64, np.int64, np.int64, np.int64]:
+    """The table's word on this position: ``(hit, value, lo, hi, alpha, beta, hint)``; a
+    hit when its bounds decide the value in the window, else the bounds and window
+    narrowed by them and the stored best play's index as ``hint`` (-1: no entry)."""
+    hint = np.int64(-1)
+    word1 = table[slot, 1]
+    if table[slot, 0] == word0 and (word1 & CHECK_MASK) == (meta | (gen << GEN_SHIFT)):
+        tlo = ((word1 >> LO_SHIFT) & 1023) - BIAS
+        thi = ((word1 >> HI_SHIFT) & 1023) - BIAS
+        if tlo >= beta:
+            return True, tlo, lo, hi, alpha, beta, hint
+        if thi <= alpha:
+            return True, thi, lo, hi, alpha, beta, hint
+        if tlo == thi:
+            return True, tlo, lo, hi, alpha, beta, hint
+        if tlo > lo:
+            lo = tlo
+        if thi < hi:
+            hi = thi
+        if lo > alpha:
+            alpha = lo
+        if hi < beta:
+            beta = hi
+        hint = (word1 >> MOVE_SHIFT) & 1023
+    return False, np.int64(0), lo, hi, alpha, beta, hint
+
+
+@njit(cache=True, inline="always")
+def _order_plays(t: np.int64, n: np.int64, hint: np.int64, pool: np.int64,
+                 move_card: np.ndarray, move_cap: np.ndarray, move_key: np.ndarray) -> None:
+    """Row ``t`` of ``move_key``: the ``n`` plays' order, best first (the table's hint,
+    then captures by points and clubs, a Sur's bonus, then the cheapest cards laid), each
+    key ``* 1024 + index``, sorted by insertion."""
+    for i in range(n):
+        cap = move_cap[t, i]
+        card = move_card[t, i]
+        if i == hint:
+            key = 100_000
+        elif cap != 0:
+            taken = cap | (np.int64(1) << card)
+            key = 1000 + 10 * mask_points(taken) + popcount(taken & CLUBS_MASK)
+            if (pool & ~cap) == 0 and (card < 40 or card >= 44):
+                key += 60
+        else:
+            key = (-10 * mask_points(np.int64(1) << card)
+                   - 2 * ((card & 3) == 0) - card // 4)
+        x = key * 1024 + i
+        j = i - 1  # insertion into the sorted prefix, descending
+        while j >= 0 and move_key[t, j] < x:
+            move_key[t, j + 1] = move_key[t, j]
+            j -= 1
+        move_key[t, j + 1] = x
+
+
+@njit(cache=True, inline="always")
+def _open_node(frame: np.ndarray, t: np.int64, alpha: np.int64, beta: np.int64, n: np.int64,
+               slot: np.int64, lo: np.int64, hi: np.int64, meta: np.int64,
+               word0: np.int64) -> None:
+    """Node ``t``'s search state before its first play: window, best so far, progress,
+    its table slot and words, and the bounds known on entry."""
+    frame[t, F_ALPHA] = alpha
+    frame[t, F_BETA] = beta
+    frame[t, F_ALPHA0] = alpha
+    frame[t, F_BEST] = -INF
+    frame[t, F_BEST_INDEX] = 0
+    frame[t, F_NEXT] = 0
+    frame[t, F_COUNT] = n
+    frame[t, F_SLOT] = slot
+    frame[t, F_LO] = lo
+    frame[t, F_HI] = hi
+    frame[t, F_META] = meta
+    frame[t, F_WORD0] = word0
+
+
+@njit(cache=True, inline="always")
+def _push_child(frame: np.ndarray, t: np.int64, i: np.int64, move_card: np.ndarray,
+                move_cap: np.ndarray, hands: np.ndarray) -> None:
+    """Node ``t + 1``: the position after node ``t``'s play ``i`` with the negated window
+    shifted by the play's reward (kept in ``frame[t]``)."""
+    (c_pool, c_rel_a, c_rel_b, c_a, c_b, c_last, c_points,
+     reward) = child_state(t, move_card[t, i], move_cap[t, i], frame[t, F_POOL],
+                           frame[t, F_REL_A], frame[t, F_REL_B], frame[t, F_CLUBS_A],
+                           frame[t, F_CLUBS_B], frame[t, F_LAST], frame[t, F_POINTS],
+                           hands)
+    frame[t, F_REWARD] = reward
+    _set_position(frame, t + 1, c_pool, c_rel_a, c_rel_b, c_a, c_b, c_last, c_points,
+                  reward - frame[t, F_BETA], reward - frame[t, F_ALPHA])
+
+
 @njit(cache=True)
 def search(t0: np.int64, pool: np.int64, rel_a: np.int64, rel_b: np.int64, clubs_a: np.int64,
            clubs_b: np.int64, last: np.int64, points_left: np.int64, alpha: np.int64,
@@ -391,21 +520,15 @@ def search(t0: np.int64, pool: np.int64, rel_a: np.int64, rel_b: np.int64, clubs
     """Fail-soft alpha-beta value of the position (points to come, mover's side), without
     recursion (numba cannot cache recursive functions): node ``t`` of the current line
     keeps its position, window and progress in ``frame[t]`` (int64 [49, NUM_FRAME_COLUMNS]),
-    its plays in rows ``t`` of ``move_card`` / ``move_cap`` / ``move_key``.
+    its plays in rows ``t`` of ``move_card`` / ``move_cap`` / ``move_key``.  The steps are
+    ``inline="always"`` functions: numba pastes them here, so they cost no call.
 
     ``stats[0]`` counts nodes; ``stats[1]`` is set to 1 on a move-buffer overflow (the
     value is then meaningless).
     """
     t = t0
-    frame[t, F_POOL] = pool
-    frame[t, F_REL_A] = rel_a
-    frame[t, F_REL_B] = rel_b
-    frame[t, F_CLUBS_A] = clubs_a
-    frame[t, F_CLUBS_B] = clubs_b
-    frame[t, F_LAST] = last
-    frame[t, F_POINTS] = points_left
-    frame[t, F_ALPHA] = alpha
-    frame[t, F_BETA] = beta
+    _set_position(frame, t, pool, rel_a, rel_b, clubs_a, clubs_b, last, points_left, alpha,
+                  beta)
     while True:
         # ---------------- enter node t: a value now (leaf, bound, table) or set up its plays
         stats[0] += 1
@@ -424,56 +547,20 @@ def search(t0: np.int64, pool: np.int64, rel_a: np.int64, rel_b: np.int64, clubs
             ret = cleanup_value(pool, clubs_a, clubs_b, last)  # t = 48: Alex's side
         else:
             p = t % 2
-            done = clubs_a >= CLUBS_DONE
-            plays_with_sur = LAST_SUR_PLAY - t if t < LAST_SUR_PLAY else 0
-            mine = clubs_a if p == 0 else clubs_b
-            theirs = clubs_b if p == 0 else clubs_a
-            upper = points_left + 5 * ((plays_with_sur + 1) // 2)
-            lower = -(points_left + 5 * (plays_with_sur // 2))
-            if not done:
-                clubs_left = 13 - clubs_a - clubs_b
-                if mine + clubs_left >= 7:
-                    upper += 7
-                if theirs + clubs_left >= 7:
-                    lower -= 7
+            lower, upper = _value_bounds(t, clubs_a, clubs_b, points_left)
             if upper <= alpha:
                 ret = upper
             elif lower >= beta:
                 ret = lower
             else:
-                clubs_field = 7 if done else clubs_a
+                clubs_field = 7 if clubs_a >= CLUBS_DONE else clubs_a
                 meta = rel_a | (rel_b << 4) | (clubs_field << 8) | ((last + 1) << 11)
                 r = t // 8
                 fixed = masks[r, 0] | masks[r, 1 + rel_a] | masks[r, 17 + rel_b]
                 word0 = canonical_pool(pool, fixed) | (t << 52)
                 slot = _tt_index(word0, meta, bits)
-                hint = -1
-                lo = lower
-                hi = upper
-                hit = False
-                word1 = table[slot, 1]
-                if table[slot, 0] == word0 and (word1 & CHECK_MASK) == (meta | (gen << GEN_SHIFT)):
-                    tlo = ((word1 >> LO_SHIFT) & 1023) - BIAS
-                    thi = ((word1 >> HI_SHIFT) & 1023) - BIAS
-                    if tlo >= beta:
-                        ret = tlo
-                        hit = True
-                    elif thi <= alpha:
-                        ret = thi
-                        hit = True
-                    elif tlo == thi:
-                        ret = tlo
-                        hit = True
-                    else:
-                        if tlo > lo:
-                            lo = tlo
-                        if thi < hi:
-                            hi = thi
-                        if lo > alpha:
-                            alpha = lo
-                        if hi < beta:
-                            beta = hi
-                        hint = (word1 >> MOVE_SHIFT) & 1023
+                hit, ret, lo, hi, alpha, beta, hint = _probe(table, slot, word0, meta, gen,
+                                                             lower, upper, alpha, beta)
                 if not hit:
                     n = generate_plays(t, pool, rel_a if p == 0 else rel_b, hands, move_card,
                                        move_cap, t, scratch)
@@ -483,37 +570,8 @@ def search(t0: np.int64, pool: np.int64, rel_a: np.int64, rel_b: np.int64, clubs
                     mover_hand = masks[r, 1 + rel_a] if p == 0 else masks[r, 17 + rel_b]
                     if n > 1 and (has_equivalent_pair(pool) or has_equivalent_pair(mover_hand)):
                         n = drop_equivalent_plays(t, n, move_card, move_cap, scratch)
-                    for i in range(n):
-                        cap = move_cap[t, i]
-                        card = move_card[t, i]
-                        if i == hint:
-                            key = 100_000
-                        elif cap != 0:
-                            taken = cap | (np.int64(1) << card)
-                            key = 1000 + 10 * mask_points(taken) + popcount(taken & CLUBS_MASK)
-                            if (pool & ~cap) == 0 and (card < 40 or card >= 44):
-                                key += 60
-                        else:
-                            key = (-10 * mask_points(np.int64(1) << card)
-                                   - 2 * ((card & 3) == 0) - card // 4)
-                        x = key * 1024 + i
-                        j = i - 1  # insertion into the sorted prefix, descending
-                        while j >= 0 and move_key[t, j] < x:
-                            move_key[t, j + 1] = move_key[t, j]
-                            j -= 1
-                        move_key[t, j + 1] = x
-                    frame[t, F_ALPHA] = alpha
-                    frame[t, F_BETA] = beta
-                    frame[t, F_ALPHA0] = alpha
-                    frame[t, F_BEST] = -INF
-                    frame[t, F_BEST_INDEX] = 0
-                    frame[t, F_NEXT] = 0
-                    frame[t, F_COUNT] = n
-                    frame[t, F_SLOT] = slot
-                    frame[t, F_LO] = lo
-                    frame[t, F_HI] = hi
-                    frame[t, F_META] = meta
-                    frame[t, F_WORD0] = word0
+                    _order_plays(t, n, hint, pool, move_card, move_cap, move_key)
+                    _open_node(frame, t, alpha, beta, n, slot, lo, hi, meta, word0)
                     resolved = False
         # ---------------- go down into node t's next play, or up with a value
         while True:
@@ -539,24 +597,8 @@ def search(t0: np.int64, pool: np.int64, rel_a: np.int64, rel_b: np.int64, clubs
                 resolved = True
                 continue
             frame[t, F_NEXT] = k + 1
-            i = move_key[t, k] & 1023
-            (c_pool, c_rel_a, c_rel_b, c_a, c_b, c_last, c_points,
-             reward) = child_state(t, move_card[t, i], move_cap[t, i], frame[t, F_POOL],
-                                   frame[t, F_REL_A], frame[t, F_REL_B], frame[t, F_CLUBS_A],
-                                   frame[t, F_CLUBS_B], frame[t, F_LAST], frame[t, F_POINTS],
-                                   hands)
-            frame[t, F_REWARD] = reward
-            u = t + 1
-            frame[u, F_POOL] = c_pool
-            frame[u, F_REL_A] = c_rel_a
-            frame[u, F_REL_B] = c_rel_b
-            frame[u, F_CLUBS_A] = c_a
-            frame[u, F_CLUBS_B] = c_b
-            frame[u, F_LAST] = c_last
-            frame[u, F_POINTS] = c_points
-            frame[u, F_ALPHA] = reward - frame[t, F_BETA]
-            frame[u, F_BETA] = reward - frame[t, F_ALPHA]
-            t = u
+            _push_child(frame, t, move_key[t, k] & 1023, move_card, move_cap, hands)
+            t += 1
             break
 
 
