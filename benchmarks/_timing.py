@@ -25,9 +25,12 @@ def timed(fn: Callable[[], Any]) -> tuple[Any, float, float]:
 
 
 def parse_seeds(text: str) -> list[int]:
-    """``"1-20"`` / ``"1,4,7-9"`` -> the seeds, in the order given (ranges inclusive)."""
+    """``"1-20"`` / ``"1,4,7-9"`` -> the seeds, in the order given (ranges inclusive;
+    empty parts, as in ``"1,"``, are skipped)."""
     out: list[int] = []
     for part in text.split(","):
+        if not part.strip():
+            continue
         lo, _, hi = part.partition("-")
         out.extend(range(int(lo), int(hi or lo) + 1))
     return out

@@ -35,23 +35,14 @@ from typing import Any
 import psutil
 import torch
 
+from _timing import parse_seeds
+
 torch.set_num_threads(1)
 
 
 def _children_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
-
-
-def _parse_seeds(text: str) -> list[int]:
-    seeds: list[int] = []
-    for part in text.split(","):
-        if "-" in part:
-            lo, hi = part.split("-")
-            seeds.extend(range(int(lo), int(hi) + 1))
-        elif part:
-            seeds.append(int(part))
-    return seeds
 
 
 def run_one(seed: int, mode: str, iterations: int, timeout: float) -> dict[str, Any]:
@@ -179,7 +170,7 @@ def main() -> None:
     modes = [m for m in args.modes.split(",") if m]
     records: list[dict[str, Any]] = []
     for mode in modes:  # every deal in dag mode first, then tree mode (the slow one)
-        for seed in _parse_seeds(args.seeds):
+        for seed in parse_seeds(args.seeds):
             if mode == "tree":
                 go, why, info = tree_plan(seed, int(args.memory * 2**30), args.tree_max_edges)
                 if not go:

@@ -31,6 +31,8 @@ from pathlib import Path
 from typing import Any
 from tensorcfr.utils.machine import machine_info
 
+from _timing import parse_seeds
+
 ROOT = Path(__file__).resolve().parents[1]
 LAST_ROUNDS_START = 24  # play index where the last 3 rounds begin
 
@@ -111,17 +113,6 @@ def _run_worker(args: list[str], timeout: float | None) -> dict[str, Any] | None
     if proc.returncode != 0:
         raise RuntimeError(f"worker {args} failed:\n{proc.stderr}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
-def _parse_seeds(text: str) -> list[int]:
-    out: list[int] = []
-    for part in text.split(","):
-        if "-" in part:
-            lo, hi = part.split("-")
-            out.extend(range(int(lo), int(hi) + 1))
-        else:
-            out.append(int(part))
-    return out
 
 
 NOTES = """\
@@ -275,7 +266,7 @@ def main() -> None:
     machine = machine_info()
     load_start = os.getloadavg()[0]
     rows = []
-    for seed in _parse_seeds(args.seeds):
+    for seed in parse_seeds(args.seeds):
         exact = _run_worker(["exact", "--seed", str(seed), "--threads", str(args.threads)], None)
         exact2 = _run_worker(["exact", "--seed", str(seed), "--threads", "2"], None)
         minimax = _run_worker(["minimax", "--seed", str(seed)], args.baseline_timeout)

@@ -31,15 +31,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _timing import parse_seeds
+
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _ranges(text: str) -> list[int]:
-    out: list[int] = []
-    for part in text.split(","):
-        a, _, b = part.partition("-")
-        out.extend(range(int(a), int(b or a) + 1))
-    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -75,8 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     batch = Path(args.batch)
     rows = {r["deck"]: r for r in pq.read_table(str(batch / "decks.parquet")).to_pylist()
             if r.get("status") == "ok"}
-    train = [d for d in _ranges(args.train) if d in rows]
-    evals = [d for d in _ranges(args.eval) if d in rows]
+    train = [d for d in parse_seeds(args.train) if d in rows]
+    evals = [d for d in parse_seeds(args.eval) if d in rows]
     run = lambda d: batch / "runs" / f"deck_{d:05d}"  # noqa: E731
     results: dict[str, Any] = {"machine": machine_info(), "threads": args.threads,
                                "batch": str(batch), "train_decks": train, "eval_decks": evals,

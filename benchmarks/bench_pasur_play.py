@@ -51,6 +51,8 @@ from typing import Any
 
 from tensorcfr.utils.machine import machine_info
 
+from _timing import parse_seeds
+
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
@@ -58,17 +60,6 @@ AI_TARGET_MS = 300.0
 HIDDEN_AI_TARGET_MS = 1000.0
 FIRST_REPLY_TARGET_MS = 1000.0
 PAGE_TARGET_MS = 1000.0
-
-
-def parse_seeds(text: str) -> list[int]:
-    out: list[int] = []
-    for part in text.split(","):
-        if "-" in part:
-            a, b = part.split("-")
-            out.extend(range(int(a), int(b) + 1))
-        elif part.strip():
-            out.append(int(part))
-    return out
 
 
 def free_port() -> int:
