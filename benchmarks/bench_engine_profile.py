@@ -114,7 +114,7 @@ def main() -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    from tensorcfr.core.cfr import TensorCFRSolver
+    from tensorcfr.core.solver import TensorCFRSolver
     from tensorcfr.games.openspiel import flatten_game
 
     class TorchPasses(TensorCFRSolver):

@@ -1,6 +1,6 @@
 """Compiled CPU passes of one alternating-update CFR iteration (numba), for trees of any size.
 
-The torch passes of :class:`tensorcfr.core.cfr.TensorCFRSolver` spend one iteration in a few
+The torch passes of :class:`tensorcfr.core.solver.TensorCFRSolver` spend one iteration in a few
 hundred whole-level operations, each a separate sweep over memory: gather the parents'
 values (``index_select``), subtract, gather the counterfactual reach, multiply, add into the
 regret slots (``scatter_add_``), gather the own reach, add it, ... (on liars_dice, 295k
@@ -172,7 +172,7 @@ class NumbaPasses:
     bitwise the torch passes' results; :attr:`kind` says which one runs."""
 
     def __init__(self, solver: Any, fused: bool = True) -> None:
-        """``solver``: the :class:`~tensorcfr.core.cfr.TensorCFRSolver` whose state the
+        """``solver``: the :class:`~tensorcfr.core.solver.TensorCFRSolver` whose state the
         passes update; ``fused=False`` keeps the level passes (the benchmarks compare
         them)."""
         engine: Any = None
@@ -202,7 +202,7 @@ class LevelPasses:
     """
 
     def __init__(self, solver: Any) -> None:
-        """``solver``: the :class:`~tensorcfr.core.cfr.TensorCFRSolver` whose buffers and
+        """``solver``: the :class:`~tensorcfr.core.solver.TensorCFRSolver` whose buffers and
         per-level views the loops use (it imports this module, not the reverse)."""
         from tensorcfr.core.regret import regret_tolerance
 
