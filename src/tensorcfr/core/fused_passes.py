@@ -371,7 +371,6 @@ class FusedPasses:
     def __init__(self, solver: Any, layout: FusedLayout) -> None:
         from tensorcfr.core.regret import regret_tolerance
 
-        self.solver = solver
         self.layout = layout
         flat = solver._flat
         n_players = flat.num_players
@@ -424,6 +423,7 @@ class FusedPasses:
                  player, self.strategy_all)
 
     def refresh_all(self) -> None:
-        """Every player's edge probabilities and reach row from the current strategy."""
+        """Every player's reach row from the current strategy (a new solver, a restored
+        checkpoint)."""
         for p in range(self.num_players):
             self.refresh_player(p)
