@@ -30,26 +30,44 @@ def gpu_driver():
     return _module("bench_numeral211_gpu")
 
 
-def test_report_lists_floors_and_devices(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def figure5():
+    return _module("bench_numeral211_figure5")
+
+
+def _run(figure5, capsys, *args: str) -> subprocess.CompletedProcess[str]:
+    """``python benchmarks/bench_numeral211_figure5.py ARGS``, run in this process (its
+    ``main()`` with ``sys.argv`` set: no interpreter and torch start per call), returned as
+    ``subprocess.run`` returns it."""
+    saved, code = sys.argv, 0
+    sys.argv = ["bench_numeral211_figure5.py", *args]
+    capsys.readouterr()
+    try:
+        figure5.main()
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    finally:
+        sys.argv = saved
+    captured = capsys.readouterr()
+    return subprocess.CompletedProcess(args, code, captured.out, captured.err)
+
+
+def test_report_lists_floors_and_devices(figure5, capsys, tmp_path: Path) -> None:
     """Two vanilla iterations of EHS and the soft controls on the 9TA deck (once per regret
     rule: the soft runs run again, the bucket map's is read back), then a floor file beside
     them: the redrawn report has a floors table, the runs' device and rule, both figures."""
     work, out = tmp_path / "work", tmp_path / "fig"
-    script = str(BENCH / "bench_numeral211_figure5.py")
     common = ["--ranks", "9TA", "--work", str(work), "--out", str(out)]
-    run = subprocess.run([sys.executable, "-W", "ignore", script, "--families", "ehs,soft",
-                          "--seeds", "0", "--algos", "cfr", "--iterations", "2", *common],
-                         capture_output=True, text=True, timeout=600)
+    run = _run(figure5, capsys, "--families", "ehs,soft", "--seeds", "0", "--algos", "cfr",
+               "--iterations", "2", *common)
     assert run.returncode == 0, run.stderr
     soft_files = sorted((work / "cfr").glob("soft*.json"))
     assert soft_files, sorted(p.name for p in (work / "cfr").iterdir())
     assert json.loads(soft_files[0].read_text())["regret_baseline"] == "advisor"
     # the other regret rule: the soft control runs again (its checkpoint holds the advisor
     # rule), the bucket map's finished run is read back (one-hot: the same arithmetic)
-    again = subprocess.run([sys.executable, "-W", "ignore", script, "--families", "ehs,soft",
-                            "--seeds", "0", "--algos", "cfr", "--iterations", "2",
-                            "--regret-baseline", "infoset", *common],
-                           capture_output=True, text=True, timeout=600)
+    again = _run(figure5, capsys, "--families", "ehs,soft", "--seeds", "0", "--algos", "cfr",
+                 "--iterations", "2", "--regret-baseline", "infoset", *common)
     assert again.returncode == 0, again.stderr
     assert json.loads(soft_files[0].read_text())["regret_baseline"] == "infoset"
     assert json.loads((work / "cfr" / "ehs_seed_0.json").read_text())["regret_baseline"] \
@@ -59,9 +77,7 @@ def test_report_lists_floors_and_devices(tmp_path: Path) -> None:
         {"method": "ehs", "source": "/somewhere/method_ehs_seed_0.npz", "floor_mbg": 123.4,
          "average_mbg": 130.0, "iterations": 8, "algo": "cfr+", "seconds": 1.5,
          "device": "cpu"}))
-    redraw = subprocess.run([sys.executable, "-W", "ignore", script, "--report-only",
-                             "--algos", "cfr", *common], capture_output=True, text=True,
-                            timeout=600)
+    redraw = _run(figure5, capsys, "--report-only", "--algos", "cfr", *common)
     assert redraw.returncode == 0, redraw.stderr
     report = json.loads(out.with_name("fig.json").read_text())
     assert report["devices"] == ["cpu"]
@@ -76,13 +92,10 @@ def test_report_lists_floors_and_devices(tmp_path: Path) -> None:
     assert out.with_name("fig_b0b1.png").stat().st_size > 0
 
 
-def test_bad_train_and_stop_options_are_one_line_errors(tmp_path: Path) -> None:
-    script = str(BENCH / "bench_numeral211_figure5.py")
+def test_bad_train_and_stop_options_are_one_line_errors(figure5, capsys, tmp_path: Path) -> None:
     for extra in (["--train", "x=not json"], ["--stop-after", "0"]):
-        run = subprocess.run([sys.executable, "-W", "ignore", script, "--ranks", "9TA",
-                              "--families", "embedding", "--no-train", "--work",
-                              str(tmp_path), "--out", str(tmp_path / "f"), *extra],
-                             capture_output=True, text=True, timeout=300)
+        run = _run(figure5, capsys, "--ranks", "9TA", "--families", "embedding", "--no-train",
+                   "--work", str(tmp_path), "--out", str(tmp_path / "f"), *extra)
         assert run.returncode == 2 and run.stderr.startswith("error: "), run.stderr
         assert len(run.stderr.strip().splitlines()) == 1
 
