@@ -30,9 +30,10 @@ from tensorcfr.utils.journal import append_journal, folder_lock, read_journal
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 SMALL_N211 = ["--ranks", "9TA", "--suits", "2", "--max-bets", "2"]
-N211_STARTUP_SECONDS = 12
-"""Time for a child `numeral211 solve` of SMALL_N211 to start iterating (imports take 3-6 s on
-the 2-core machine, more under load; a signal before the loop has no checkpoint to write)."""
+N211_BUILD_SECONDS = 8
+"""Time for a child `numeral211 solve` of SMALL_N211 to build its game and start iterating once
+its signal handlers are in place (about 1 s at load 1, several under load; a signal before the
+loop has no checkpoint to write)."""
 
 
 def one_line_error(code: int, err: str, expected_code: int = 2) -> str:
@@ -65,6 +66,23 @@ def cli_process(args: list[str], cwd: Path, **kwargs) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", "from tensorcfr.cli.main import main; main()",
                              *args], cwd=cwd, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, **kwargs)
+
+
+def wait_until_handling_signals(proc: subprocess.Popen, timeout: float = 120.0) -> None:
+    """Wait until the child ``tensorcfr`` has installed its SIGINT/SIGTERM handlers (the entry
+    point's first step, after the imports: 3-6 s at load 1, much more under load), read from
+    the kernel's mask of caught signals (Python itself catches SIGINT from the start, SIGTERM
+    only once ``install_stop_signals`` ran), instead of sleeping a fixed time that a loaded
+    machine outlasts (a signal during the imports kills the child with the default action)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        status = Path(f"/proc/{proc.pid}/status").read_text()
+        caught = int(next(line.split()[1] for line in status.splitlines()
+                          if line.startswith("SigCgt:")), 16)
+        if caught >> (signal.SIGTERM - 1) & 1:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"the child did not install its signal handlers in {timeout} s")
 
 
 @pytest.fixture()
@@ -197,7 +215,8 @@ def test_ctrl_c_during_numeral211_solve_writes_the_checkpoint_and_says_where(tmp
     ck = tmp_path / "ck.npz"
     proc = cli_process(["numeral211", "solve", *SMALL_N211, "-n", "100000000",
                         "--checkpoint-minutes", "600", "--save", str(ck)], tmp_path)
-    time.sleep(N211_STARTUP_SECONDS)  # past the imports and the game's build: iterating
+    wait_until_handling_signals(proc)  # past the imports
+    time.sleep(N211_BUILD_SECONDS)  # past the game's build: iterating
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
@@ -209,7 +228,8 @@ def test_ctrl_c_during_numeral211_solve_writes_the_checkpoint_and_says_where(tmp
 
 def test_an_interrupt_without_save_still_says_interrupted(tmp_path) -> None:
     proc = cli_process(["numeral211", "solve", *SMALL_N211, "-n", "100000000"], tmp_path)
-    time.sleep(N211_STARTUP_SECONDS)
+    wait_until_handling_signals(proc)
+    time.sleep(N211_BUILD_SECONDS)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130 and "interrupted" in err and "--save" in err
@@ -219,7 +239,8 @@ def test_every_interrupted_command_says_so(tmp_path) -> None:
     # typer turns Ctrl-C into a silent exit code 130; the entry point says "interrupted"
     proc = cli_process(["pasur", "selfplay", "--seed", "1", "--alex", "exact", "--bob",
                         "exact", "--games", "1000000"], tmp_path)
-    time.sleep(3)
+    wait_until_handling_signals(proc)
+    time.sleep(1)  # playing
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130
