@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
@@ -46,7 +47,8 @@ from tensorcfr.games.pasur.playing.players import (
 )
 from tensorcfr.games.pasur.vocab import AgentName
 
-__all__ = ["AGENTS", "AGENT_NAMES", "AgentEntry", "AgentOptions", "MAX_DETERMINIZATIONS",
+__all__ = ["AGENTS", "AGENT_NAMES", "AgentEntry", "AgentOptions", "DISTILLED_MODEL_DIR",
+           "MAX_DETERMINIZATIONS",
            "MAX_SECONDS_PER_MOVE", "MAX_SIMULATIONS", "OPEN_PLAYERS", "OPEN_PLAYER_NAMES",
            "PLAYER_NAMES", "agent_names", "check_agent_name", "check_agent_names",
            "make_agent", "make_player"]
@@ -176,6 +178,19 @@ def _pimc_agent(cls: Callable[..., PimcAgent], options: AgentOptions) -> PimcAge
     return agent
 
 
+DISTILLED_MODEL_DIR = Path(str(resources.files("tensorcfr.games.pasur") / "data" / "distilled"))
+"""The ``distilled`` agent's model: a hidden model trained on ``round-search``'s values (one
+round of expert iteration: ``tensorcfr pasur train-hidden --teacher round-search -k 16
+--games 400 --seed 1000``)."""
+
+
+def _distilled_agent(options: AgentOptions) -> HiddenAgent:
+    """The hidden-model agent with the model distilled from ``round-search``."""
+    agent = HiddenModelAgent(DISTILLED_MODEL_DIR, threads=options.threads)
+    agent.name = "distilled"
+    return agent
+
+
 @dataclass(frozen=True)
 class AgentEntry:
     """One hidden-hand agent of the registry.
@@ -214,6 +229,9 @@ AGENTS: dict[str, AgentEntry] = {
     "hidden-model": AgentEntry("plays a policy learned from hidden-hand self-play",
                                lambda options: HiddenModelAgent(options.model,
                                                                 threads=options.threads)),
+    "distilled": AgentEntry("plays a policy learned from round-search's choices (one round of "
+                            "expert iteration), in about a millisecond",
+                            _distilled_agent),
     "ismcts": AgentEntry("searches a tree of what it can see (information-set Monte Carlo "
                          "tree search), a number of simulations per move",
                          lambda options: ISMCTSAgent(simulations=options.simulations,
