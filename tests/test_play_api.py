@@ -715,17 +715,17 @@ def test_pimc_in_play_has_a_hard_reply_limit():
 
 
 def test_the_default_agent_hints_with_its_own_scores(solutions):
-    """``hidden-model`` (the default) has no mean estimates; its hint is its model's score of
+    """The default (``distilled``, a hidden model) has no mean estimates; its hint is its model's score of
     each legal play from the human's observation, and its best play is the one it would make."""
     from tensorcfr.games.pasur.engine.observation import observe
     from tensorcfr.play.opponents import DEFAULT_HIDDEN_AGENT, make_hidden_agent
 
     session = GameSession(random_deal(SEED), "alex", solutions=solutions)
-    assert session.ai_name == DEFAULT_HIDDEN_AGENT == "hidden-model"
+    assert session.ai_name == DEFAULT_HIDDEN_AGENT == "distilled"
     report = session.hint_report()
     assert report["kind"] == "estimate" and report["measure"] == "advantage"
     assert "own score" in report["what"] and report["samples"] == 1
     assert {h["notation"] for h in report["hints"]} == {a.notation() for a in session.legal()}
     best = [h["notation"] for h in report["hints"] if h["best"]]
-    choice = make_hidden_agent("hidden-model").choose(observe(session.state, 0))
+    choice = make_hidden_agent(DEFAULT_HIDDEN_AGENT).choose(observe(session.state, 0))
     assert choice.notation() in best and min(h["loss"] for h in report["hints"]) == 0

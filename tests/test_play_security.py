@@ -43,6 +43,7 @@ from tensorcfr.games.pasur.engine.cards import card_code
 from tensorcfr.games.pasur.engine.rules import random_deal
 from tensorcfr.play.server import create_app
 from tensorcfr.play.caches import SolutionCache
+from tensorcfr.play.opponents import DEFAULT_HIDDEN_AGENT
 from tensorcfr.play.session import SEED_MAX
 
 with warnings.catch_warnings():
@@ -217,7 +218,7 @@ def test_api_attack_on_a_hidden_game(app, seed_index, human):
     attack = SeedAttack(visible)
     assert attack.hits(view) == [], "the first view holds the deal's seed"
     assert visible not in seed_index, "the deal is one of the old seed space"
-    assert view["ai"] == "hidden-model" and not view["practice"] and session.seed is None
+    assert view["ai"] == DEFAULT_HIDDEN_AGENT and not view["practice"] and session.seed is None
     answers = [view]
     rng = random.Random(11)
     hinted = 0
@@ -328,7 +329,7 @@ def test_terminal_attack_on_a_hidden_game(seed_index):
     screens = [first]
     child.sendline("hint")
     child.expect(PROMPT)
-    assert "hidden-model agent's own score" in child.before.replace("\r\n", " ")
+    assert f"{DEFAULT_HIDDEN_AGENT} agent's own score" in child.before.replace("\r\n", " ")
     screens.append(child.before)
     for turn in range(12):  # round 1 and half of round 2
         if turn in (1, 7):  # after the AI's reply, and in the next round
