@@ -308,6 +308,20 @@ def test_inference_favours_the_true_hand() -> None:
     assert weighted_share < uniform_share - 0.15
 
 
+def test_inference_weighting_stops_at_its_deadline() -> None:
+    """With a time budget the weighting stops at its share of it (pimc-infer at K = 1,000
+    and 0.05 s a move used to weigh 8,000 hands, ~1 s): a deadline already passed weighs
+    only the first CANDIDATES_PER_DRAW hands, the same ones as without a deadline."""
+    obs, _ = _constructed_inference_position()
+    agent = PimcInferAgent(determinizations=8)
+    full_hands, full_weights = agent.weighted_hands(obs, 100, random.Random(3))
+    hands, weights = agent.weighted_hands(obs, 100, random.Random(3), deadline=0.0)
+    assert len(full_hands) == 100 and len(hands) == agent.candidates_per_draw
+    top = max(full_weights[:len(hands)])
+    assert hands == full_hands[:len(hands)]
+    assert weights == pytest.approx([w / top for w in full_weights[:len(hands)]])
+
+
 def test_inference_is_uniform_before_the_opponent_plays_this_round() -> None:
     state = state_at(4, 16)  # Alex's first play of round 3
     obs = observe(state, 0)

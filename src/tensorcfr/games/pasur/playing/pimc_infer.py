@@ -19,6 +19,9 @@ of the opponent makes the plays the opponent was seen to make.
   weights (seeded); each resampled hand becomes a determinization (the other unseen cards
   dealt to the rounds to come in random order) that is solved exactly, and the K solutions
   are averaged with equal weights, as in ``pimc``. Resampling keeps the cost at K solves.
+  With a time budget per move, weighting may take :data:`WEIGHTING_SHARE` of it: candidates
+  are weighted until that time is spent (at least ``CANDIDATES_PER_DRAW`` of them), so a
+  large K does not make the agent overrun its budget before its first solve.
 
 :func:`opponent_hand_log_likelihood` is the weight's logarithm (tested: on a constructed
 position the true hand is favoured), shared with the benchmark that measures it on played
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import math
 import random
+import time
 from typing import Iterator, Sequence
 
 from tensorcfr.games.pasur.engine import rules
@@ -39,7 +43,7 @@ from tensorcfr.games.pasur.playing.greedy import greedy_scores
 from tensorcfr.games.pasur.playing.pimc import PimcAgent
 
 __all__ = ["CANDIDATES_PER_DRAW", "DEFAULT_TEMPERATURE", "DEFAULT_UNIFORM_MIX", "OpponentPlays",
-           "PimcInferAgent",
+           "PimcInferAgent", "WEIGHTING_SHARE",
            "opponent_hand_log_likelihood", "opponent_plays_this_round"]
 
 DEFAULT_TEMPERATURE = 1.0
@@ -50,6 +54,9 @@ do not play like greedy (on saved games, 0.2 keeps most of the gain against a gr
 and stops the loss against random and learned ones: docs/benchmarks/pasur_inference.md)."""
 CANDIDATES_PER_DRAW = 8
 """Uniform candidate hands weighted per determinization kept."""
+WEIGHTING_SHARE = 0.25
+"""With ``seconds_per_move``, the share of the budget that weighting candidate hands may take
+(the rest is for solving draws)."""
 
 
 class OpponentPlays:
@@ -149,24 +156,39 @@ class PimcInferAgent(PimcAgent):
         self.uniform_mix = uniform_mix
         self.candidates_per_draw = max(1, int(candidates_per_draw))
 
-    def weighted_hands(self, obs: Observation, count: int, rng: random.Random
+    def weighted_hands(self, obs: Observation, count: int, rng: random.Random,
+                       deadline: float | None = None
                        ) -> tuple[list[tuple[int, ...]], list[float]]:
-        """``count`` uniform candidate opponent hands and their likelihood weights."""
+        """Up to ``count`` uniform candidate opponent hands and their likelihood weights.
+
+        ``deadline`` (``time.perf_counter()`` seconds): no candidate is weighted once it has
+        passed, after the first ``candidates_per_draw`` (the same candidates, in the same
+        order, as without one, only fewer)."""
         plays = opponent_plays_this_round(obs)
-        hands = [tuple(sorted(rng.sample(obs.unseen, obs.opponent_hand_size)))
-                 for _ in range(count)]
         if not plays.views:
-            return hands, [1.0] * count
-        logs = [opponent_hand_log_likelihood(plays, h, self.temperature, self.uniform_mix)
-                for h in hands]
+            return [tuple(sorted(rng.sample(obs.unseen, obs.opponent_hand_size)))
+                    for _ in range(count)], [1.0] * count
+        hands: list[tuple[int, ...]] = []
+        logs: list[float] = []
+        for _ in range(count):
+            hand = tuple(sorted(rng.sample(obs.unseen, obs.opponent_hand_size)))
+            hands.append(hand)
+            logs.append(opponent_hand_log_likelihood(plays, hand, self.temperature,
+                                                     self.uniform_mix))
+            if (deadline is not None and len(hands) >= self.candidates_per_draw
+                    and time.perf_counter() >= deadline):
+                break
         top = max(logs)
         if top == -math.inf:  # no candidate explains the plays (cannot happen: the model
-            return hands, [1.0] * count  # gives every legal play some probability)
+            return hands, [1.0] * len(hands)  # gives every legal play some probability)
         return hands, [math.exp(x - top) for x in logs]
 
     def _draws(self, obs: Observation, rng: random.Random) -> Iterator[rules.GameState]:
         count = self.candidates_per_draw * self.determinizations
-        hands, weights = self.weighted_hands(obs, count, rng)
+        deadline = None
+        if self.seconds_per_move is not None:
+            deadline = time.perf_counter() + WEIGHTING_SHARE * self.seconds_per_move
+        hands, weights = self.weighted_hands(obs, count, rng, deadline)
         while True:
             hand = rng.choices(hands, weights=weights, k=1)[0]
             yield determinize_with_hand(obs, hand, rng)
