@@ -5,7 +5,8 @@ For agents ``A, B, ...`` and deals ``0..N-1`` (seeded random deals ``rules.rando
 i)``, or rows of a deck file), each pair ``(a, b)`` (in the order given) plays each deal in
 seating 0 (``a`` is Alex, ``b`` is Bob) and seating 1 (``b`` is Alex), both games with the
 same agent seed (``seed + deal``). Each deal is also solved once with open hands
-(:func:`~.solving.exact.solve_exact`; its ``value`` is Alex minus Bob, in points).
+(:func:`~.solving.double_dummy.dd_value`, the exact solver's value found faster; Alex minus
+Bob, in points).
 
 Per pair (:class:`PairSummary`), the unit is the **duplicate deal**: ``d_i`` = the mean over
 the two seatings of ``a``'s points minus ``b``'s on deal ``i``. Reported: ``mean_diff`` (the
@@ -23,7 +24,8 @@ A tournament folder ``DIR`` holds:
   exact value), failures included with their one-line error; a rerun skips the jobs it lists
   as ``ok`` and retries the rest. A torn last line (a killed write) is cut off and said so.
 * ``games.parquet``: one row per game (pair, deal, seating, seats, utility, points, exact
-  value, price per seat, per-move seconds median per seat, agent options, status, error).
+  value, price per seat, per-move seconds median per seat, agent options, status, error, and
+  the game's plays as :func:`play_codes`; null in a folder written before plays were kept).
 * ``summary.parquet``: one row per pair (the statistics above).
 * ``cross_table.png``: the mean difference of each row agent against each column agent,
   with its interval.
@@ -68,6 +70,8 @@ __all__ = [
     "TournamentResult",
     "TournamentSettings",
     "duplicate_interval",
+    "play_codes",
+    "plays_from_codes",
     "run_tournament",
     "summarize_pairs",
 ]
@@ -210,6 +214,49 @@ class TournamentSettings:
         """Every pair of agents, in the order given (``a`` before ``b``)."""
         return list(itertools.combinations(self.agents, 2))
 
+
+
+# --------------------------------------------------------------------------- plays
+
+_CARD_BITS = 6  # a card index 0..51 fits in the low 6 bits of a play's code
+MAX_PLAY_CODE = (1 << (_CARD_BITS + 52)) - 1
+"""The largest play code (every card captured, card 63): codes fit in a signed 64-bit int."""
+
+
+def play_codes(actions: Sequence[rules.Action]) -> list[int]:
+    """One integer per play, ``card | captured_mask << 6`` (``captured_mask``: bit ``c`` for
+    each captured card ``c``; 0 for a lay), self-contained (not an index into the legal plays,
+    so a record reads the same if the engine lists plays in another order).
+
+    >>> play_codes([rules.Action(5, ()), rules.Action(2, (0, 9))])
+    [5, 32834]
+    >>> plays_from_codes([5, 32834])
+    (Action(card=5, captured=()), Action(card=2, captured=(0, 9)))
+    """
+    codes = []
+    for action in actions:
+        mask = 0
+        for card in action.captured:
+            mask |= 1 << card
+        codes.append(int(action.card) | mask << _CARD_BITS)
+    return codes
+
+
+def plays_from_codes(codes: Sequence[int]) -> tuple[rules.Action, ...]:
+    """The plays of :func:`play_codes` (well-formed only: whether they are legal is the
+    replay's to check). Raises ``ValueError`` for a code that is no play (negative, a card
+    past 51, a captured card past 51)."""
+    plays = []
+    for code in codes:
+        code = int(code)
+        if not 0 <= code <= MAX_PLAY_CODE or (code & ((1 << _CARD_BITS) - 1)) >= rules.NUM_CARDS:
+            raise ValueError(f"{code} is not a play code")
+        card, mask = code & ((1 << _CARD_BITS) - 1), code >> _CARD_BITS
+        captured = tuple(c for c in range(rules.NUM_CARDS) if mask >> c & 1)
+        if mask >> rules.NUM_CARDS:
+            raise ValueError(f"{code} is not a play code")
+        plays.append(rules.Action(card, captured))
+    return tuple(plays)
 
 
 # --------------------------------------------------------------------------- statistics
@@ -366,11 +413,9 @@ def _exact_job(spec: dict[str, Any]) -> dict[str, Any]:
                            "status": "ok", "error": None, "exact_value": None}
     started = time.perf_counter()
     try:
-        from tensorcfr.games.pasur.solving.exact import solve_exact
+        from tensorcfr.games.pasur.solving.double_dummy import dd_value
 
-        solution = solve_exact(tuple(spec["deal_cards"]))
-        row["exact_value"] = int(solution.value)
-        row["states"] = int(solution.num_states)
+        row["exact_value"] = int(dd_value(tuple(spec["deal_cards"])))
     except Exception as exc:  # noqa: BLE001 - one failing deal must not stop the tournament
         row.update(status="error", error=_error_text(exc))
     row["seconds"] = time.perf_counter() - started
@@ -393,7 +438,8 @@ def _game_job(spec: dict[str, Any]) -> dict[str, Any]:
                    a_diff=utility if spec["seating"] == 0 else -utility,
                    alex_move_seconds_median=_median(result.move_seconds[0]),
                    bob_move_seconds_median=_median(result.move_seconds[1]),
-                   plays=len(result.state.history))
+                   plays=len(result.state.history),
+                   play_codes=play_codes(result.state.history))
     except Exception as exc:  # noqa: BLE001 - one failing game must not stop the tournament
         row.update(status="error", error=_error_text(exc))
     row["seconds"] = time.perf_counter() - started
@@ -555,7 +601,18 @@ def _row_is_whole(row: dict[str, Any]) -> bool:
     if not has_keys(row, _GAME_ROW) or row["seating"] not in (0, 1) or \
             row["id"] != f"game/{row['a']}/{row['b']}/{row['deal']}/{row['seating']}":
         return False
-    return has_keys(row, _GAME_OK_ROW) if row["status"] == "ok" else has_keys(row, _ERROR_ROW)
+    if row["status"] != "ok":
+        return has_keys(row, _ERROR_ROW)
+    return has_keys(row, _GAME_OK_ROW) and _codes_are_whole(row.get("play_codes"), row["plays"])
+
+
+def _codes_are_whole(codes: Any, plays: int | None) -> bool:
+    """A journal row's ``play_codes``: absent (a row written before plays were kept) or a
+    list of ``plays`` integers in the codes' range (anything else: the game is played again)."""
+    if codes is None:
+        return True
+    return isinstance(codes, list) and len(codes) == plays and all(
+        type(c) is int and 0 <= c <= MAX_PLAY_CODE for c in codes)
 
 
 def _journal_rows(journal: Path) -> tuple[dict[str, dict[str, Any]], list[str]]:
@@ -597,7 +654,8 @@ def _game_table_rows(settings: TournamentSettings, rows: dict[str, dict[str, Any
                     "bob_price": row["utility"] - value if ok else None,
                     "alex_move_seconds_median": row.get("alex_move_seconds_median"),
                     "bob_move_seconds_median": row.get("bob_move_seconds_median"),
-                    "plays": row.get("plays"), "seconds": row.get("seconds"),
+                    "plays": row.get("plays"), "play_codes": row.get("play_codes"),
+                    "seconds": row.get("seconds"),
                     "agent_options": options_json, "deal_cards": list(deals.cards(index))})
     return table
 
@@ -612,7 +670,7 @@ def _games_schema() -> Any:
         ("utility", i64), ("alex_points", i64), ("bob_points", i64), ("a_diff", i64),
         ("exact_value", i64), ("alex_price", i64), ("bob_price", i64),
         ("alex_move_seconds_median", f64), ("bob_move_seconds_median", f64), ("plays", i64),
-        ("seconds", f64), ("agent_options", text), ("deal_cards", pa.list_(pa.int8()))])
+        ("play_codes", pa.list_(i64)), ("seconds", f64), ("agent_options", text), ("deal_cards", pa.list_(pa.int8()))])
 
 
 def _summary_schema() -> Any:
