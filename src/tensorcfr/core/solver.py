@@ -69,6 +69,7 @@ from tensorcfr.core.regret import (
     regret_matching_into,
     regret_tolerance,
 )
+from tensorcfr.core.static_passes import StaticPasses
 from tensorcfr.core.tree import LevelTree, estimate_tree_bytes
 from tensorcfr.errors import MemoryLimitError, TensorCFRError
 from tensorcfr.utils.resources import (
@@ -228,6 +229,13 @@ class TensorCFRSolver:
     tensors) eagerly on any device, as ``cuda_graph=True`` captures it; the CPU checks of
     tests/test_core_static.py use it."""
 
+    fused_static_passes: bool = True
+    """Run the graph-ready iteration through :class:`~tensorcfr.core.static_passes.StaticPasses`
+    (whole levels, a player's regret update in one gather: 2.5-2.9x fewer operators, so
+    kernels in a CUDA graph; bitwise the same results on the CPU); False runs it through the
+    torch passes level by level (the first CUDA-graph path, kept for comparisons:
+    benchmarks/bench_engine_gpu.py)."""
+
     def __init__(self, game: LevelTree, algo: str | CFRVariant = "cfr",
                  alternating: bool = True, alpha: float | None = None,
                  beta: float | None = None, gamma: float | None = None,
@@ -300,6 +308,8 @@ class TensorCFRSolver:
         static = self.cuda_graph or self.static_iterations
         self._static_scalars: Tensor | None = torch.zeros(3, **kw) if static else None
         self._graph: Any = None
+        self._static_passes: StaticPasses | None = (
+            StaticPasses(self) if static and self.fused_static_passes else None)
         self._numpy_passes: NumpyPasses | None = None
         if (not static and self.alternating and self.device.type == "cpu"
                 and self.dtype == torch.float64
@@ -466,6 +476,9 @@ class TensorCFRSolver:
             return
         if self._numba_passes is not None:
             self._numba_passes.refresh_all()
+            return
+        if self._static_passes is not None:
+            self._static_passes.refresh_all()
             return
         for p in range(self._flat.num_players):
             self._set_edges(p)
@@ -646,12 +659,16 @@ class TensorCFRSolver:
 
     def _static_iteration(self) -> None:
         """One iteration with static shapes and no host synchronisation inside: the
-        iteration's numbers are copied to the device first, then the torch passes run
-        (eagerly at the first iteration, which also warms up the kernels; captured as a
-        CUDA graph at the second and replayed from then on, when ``cuda_graph``)."""
+        iteration's numbers are copied to the device first, then the passes run
+        (:class:`~tensorcfr.core.static_passes.StaticPasses`, or the torch passes when
+        ``fused_static_passes`` is off; eagerly at the first iteration, which also warms
+        up the kernels; captured as a CUDA graph at the second and replayed from then on,
+        when ``cuda_graph``)."""
         self._load_step_scalars()
+        run = (self._torch_iteration if self._static_passes is None
+               else self._static_passes.iteration)
         if not self.cuda_graph or self.iteration < 2:
-            self._torch_iteration()
+            run()
             return
         if self._graph is None:
             device = self.device
@@ -659,7 +676,7 @@ class TensorCFRSolver:
             stream.wait_stream(torch.cuda.current_stream(device))
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph, stream=stream):  # records, does not run
-                self._torch_iteration()
+                run()
             torch.cuda.current_stream(device).wait_stream(stream)
             self._graph = graph
         self._graph.replay()
