@@ -7,7 +7,11 @@
 # docs/benchmarks/engine_gpu.md). Results go to $OUT (default gpu_out/): log.txt,
 # engine_gpu.json, the batch benchmark's JSON, tournament.json, games.parquet, summary.parquet.
 #
-#   OUT=gpu_out bash benchmarks/device_checks.sh [tests] [engine] [batch] [tournament]
+#   OUT=gpu_out bash benchmarks/device_checks.sh [tests] [engine] [batch] [tournament] [kernels]
+#
+# kernels (<= 3 minutes): the CUDA-graph tests, then bench_engine_gpu.py (the graph over the
+# static passes against the level-by-level graph, eager GPU, one CPU thread and OpenSpiel's
+# C++, operators and CUDA kernels per iteration) -> $OUT/engine_kernels.json.
 #
 # tournament: a duplicate `pasur tournament` on local worker processes (--processes, no Ray on
 # that machine), stopped by SIGINT after TOURNAMENT_SECONDS (finished deals kept); settings from
@@ -37,6 +41,11 @@ for part in $parts; do
     engine)
       timeout 240 python3 benchmarks/bench_engine_gpu.py --games leduc_poker,liars_dice,tic_tac_toe \
         --out "$OUT/engine_gpu.json" 2>&1 | tee -a "$OUT/log.txt" ;;
+    kernels)
+      timeout 50 python3 -m pytest -q -p no:cacheprovider tests/test_cuda_graph.py \
+        2>&1 | tail -n 15 | tee -a "$OUT/log.txt"
+      timeout 125 python3 benchmarks/bench_engine_gpu.py --games leduc_poker,liars_dice,tic_tac_toe \
+        --reps 5 --min-rep-seconds 0.25 --out "$OUT/engine_kernels.json" 2>&1 | tee -a "$OUT/log.txt" ;;
     batch)
       if [ -f benchmarks/bench_pasur_batched.py ]; then
         timeout 240 python3 benchmarks/bench_pasur_batched.py --device cuda --out "$OUT/pasur_batched.json" \

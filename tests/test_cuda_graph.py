@@ -30,6 +30,40 @@ def test_cuda_graph_gives_the_eager_regrets(game: str, algo: str) -> None:
                                atol=1e-12)
 
 
+@pytest.mark.parametrize("algo", ["cfr", "dcfr", "pcfr+"])
+@pytest.mark.parametrize("game", ["kuhn_poker(players=3)", "liars_dice(dice_sides=3)",
+                                  "nim(pile_sizes=1;2;3)"])
+def test_cuda_graph_simultaneous_and_other_shapes(game: str, algo: str) -> None:
+    # simultaneous updates (one regret update for all players), no chance (nim), a
+    # gathered last level (liars_dice): the graph against the eager solver
+    tree = flatten_game(game)
+    for alternating in (True, False):
+        graphed = TensorCFRSolver(tree, algo=algo, alternating=alternating, device="cuda",
+                                  cuda_graph=True)
+        eager = TensorCFRSolver(tree, algo=algo, alternating=alternating, device="cuda")
+        graphed.iterate(10)
+        eager.iterate(10)
+        for name, tensor in graphed.state_tensors().items():
+            torch.testing.assert_close(tensor, eager.state_tensors()[name], rtol=1e-9,
+                                       atol=1e-12, msg=f"{name} alternating={alternating}")
+
+
+class _LevelGraphSolver(TensorCFRSolver):
+    fused_static_passes = False
+
+
+def test_cuda_graph_fused_passes_equal_the_level_by_level_graph() -> None:
+    tree = flatten_game("leduc_poker")
+    fused = TensorCFRSolver(tree, device="cuda", cuda_graph=True)
+    levels = _LevelGraphSolver(tree, device="cuda", cuda_graph=True)
+    assert fused._static_passes is not None and levels._static_passes is None
+    fused.iterate(12)
+    levels.iterate(12)
+    for name, tensor in fused.state_tensors().items():
+        torch.testing.assert_close(tensor, levels.state_tensors()[name], rtol=1e-9,
+                                   atol=1e-12, msg=name)
+
+
 def test_cuda_graph_resume_and_checkpoint_state() -> None:
     tree = flatten_game("leduc_poker")
     straight = TensorCFRSolver(tree, algo="cfr+", device="cuda", cuda_graph=True)
