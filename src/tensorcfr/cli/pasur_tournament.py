@@ -62,8 +62,11 @@ def tournament_command(
     threads: Optional[int] = typer.Option(None, "--threads", min=1, max=MAX_THREADS,
                                           help="Torch threads per worker "
                                           "(default 1)."),
-    json_out: bool = typer.Option(False, "--json", help="Print one JSON object (key `pairs`) "
-                                  "instead of text."),
+    price: bool = typer.Option(False, "--price", help="At the end, replay every game with "
+                               "open-hands values: the points each agent loses by round and "
+                               "seat (as `pasur tournament-price`)."),
+    json_out: bool = typer.Option(False, "--json", help="Print one JSON object (key `pairs`; "
+                                  "`price` with --price) instead of text."),
 ) -> None:
     """Duplicate tournament: every pair of agents plays each deal twice, seats swapped."""
     from tensorcfr.games.pasur.agents import AgentOptions
@@ -90,11 +93,15 @@ def tournament_command(
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, \
             TimeElapsedColumn, TimeRemainingColumn
 
-        with Progress(TextColumn("games and exact values"), BarColumn(), MofNCompleteColumn(),
+        from tensorcfr.cli.pasur_tournament_price import price_progress_printer
+        from tensorcfr.games.pasur.tournament_price import (price_settings_for,
+                                                            run_price_analysis)
+
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                       TextColumn("{task.fields[failed]} failed"), TimeElapsedColumn(),
                       TextColumn("ETA"), TimeRemainingColumn(), console=err_console,
                       transient=True, disable=not err_console.is_terminal) as bar:
-            task = bar.add_task("tournament", total=None, failed=0)
+            task = bar.add_task("games and exact values", total=None, failed=0)
 
             def on_progress(progress: TournamentProgress) -> None:
                 if progress.notice is not None:
@@ -106,16 +113,24 @@ def tournament_command(
                     bar.update(task, completed=progress.done, failed=progress.failed)
 
             result = run_tournament(settings, on_progress=on_progress)
+            if price:  # then replay its games with open-hands values
+                price_result = run_price_analysis(price_settings_for(settings),
+                                                  on_progress=price_progress_printer(bar))
     except TensorCFRError as exc:
         fail(str(exc), exc.exit_code)
         return
     except KeyboardInterrupt:  # the entry point prints the one `interrupted:` line
-        fail(f"every finished game is in {Path(out) / 'games.jsonl'}; run the same command "
-             "to resume", INTERRUPTED_EXIT_CODE)
+        fail(f"every finished game is in {Path(out) / 'games.jsonl'} (and every analysed one "
+             f"in {Path(out) / 'price.jsonl'}); run the same command to resume",
+             INTERRUPTED_EXIT_CODE)
     if json_out:
-        print_json(result.as_dict())
+        print_json(result.as_dict() | ({"price": price_result.as_dict()} if price else {}))
         return
     _print_pairs(result)
+    if price:
+        from tensorcfr.cli.pasur_tournament_price import print_price
+
+        print_price(price_result)
 
 
 def _fmt(value: float | None) -> str:
