@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from tensorcfr.cli.main import app
 from tensorcfr.errors import TensorCFRError
 from tensorcfr.games.pasur.engine import rules
+from tensorcfr.games.pasur.solving.double_dummy import DoubleDummySolver, dd_value
 from tensorcfr.games.pasur.solving.exact import solve_exact
 from tensorcfr.games.pasur.tournament import (TournamentSettings, play_codes,
                                               plays_from_codes, run_tournament)
@@ -74,6 +75,13 @@ def test_the_tournament_records_every_game_s_plays(priced):
 # --------------------------------------------------------------------------- one game
 
 
+def _positions(deal, plays):
+    states = [rules.initial_state(deal)]
+    for play in plays:
+        states.append(rules.apply_action(states[-1], play))
+    return states
+
+
 def test_position_values_are_the_exact_solver_s_and_losses_telescope():
     deal = rules.random_deal(11)
     state = rules.play_game(deal, lambda s, actions: actions[len(actions) // 2])
@@ -84,6 +92,8 @@ def test_position_values_are_the_exact_solver_s_and_losses_telescope():
         if k >= 36:  # the exact solver is quick from round 5 on
             assert values[k] == solve_exact(position).value
         position = rules.apply_action(position, play)
+    # one table generation for the whole game gives what a fresh search of each position gives
+    assert values == [dd_value(s) for s in _positions(deal, state.history)]
     alex, bob = game_losses(values)
     assert min(alex + bob) >= 0  # nobody gains against open-hands play
     assert sum(alex) - sum(bob) == values[0] - values[-1]
@@ -259,3 +269,10 @@ def test_cli_bad_input(priced, tmp_path):
     assert "--processes" in error(["--run", str(priced[0]), "--processes", "4096"])
     with pytest.raises(TensorCFRError, match="--processes must be between 0"):
         PriceSettings(run=tmp_path, processes=-1)
+
+
+def test_values_of_deal_refuses_positions_of_two_deals():
+    a, b = (rules.initial_state(rules.random_deal(s)) for s in (1, 2))
+    with pytest.raises(ValueError, match="one deal"):
+        DoubleDummySolver().values_of_deal([a, b])
+    assert DoubleDummySolver().values_of_deal([]) == []

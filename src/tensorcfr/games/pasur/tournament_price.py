@@ -86,24 +86,36 @@ SEATS: tuple[Seat, ...] = ("alex", "bob", "both")
 
 
 def position_values(deal: Sequence[int], plays: Sequence[rules.Action]) -> list[int]:
-    """The open-hands value (Alex minus Bob, points; :func:`~.solving.double_dummy.dd_value`)
-    of each position of a game: before play 0, 1, ..., and after the last one (49 values for
-    a whole game; the last is the result).
+    """The open-hands value (Alex minus Bob, points; the double-dummy search's
+    :meth:`~.solving.double_dummy.DoubleDummySolver.values_of_deal`, equal to
+    :func:`~.solving.double_dummy.dd_value` of each) of each position of a game: before
+    play 0, 1, ..., and after the last one (49 values for a whole game; the last is the
+    result).
 
     Raises:
         ValueError: a play that is illegal where it was made (names the play's number).
     """
-    from tensorcfr.games.pasur.solving.double_dummy import dd_value
-
     state = rules.initial_state(deal)
-    values = [dd_value(state)]
+    states = [state]
     for number, play in enumerate(plays):
         reason = rules.illegal_reason(state, play)
         if reason is not None:
             raise ValueError(f"play {number} ({play.notation()}) is illegal: {reason}")
         state = rules.apply_legal_action(state, play)
-        values.append(dd_value(state))
-    return values
+        states.append(state)
+    return _solver().values_of_deal(states)
+
+
+_SOLVER: list[Any] = []
+
+
+def _solver() -> Any:
+    """This process's double-dummy solver (its table is reused from game to game)."""
+    if not _SOLVER:
+        from tensorcfr.games.pasur.solving.double_dummy import DoubleDummySolver
+
+        _SOLVER.append(DoubleDummySolver())
+    return _SOLVER[0]
 
 
 def game_losses(values: Sequence[int]) -> tuple[list[int], list[int]]:

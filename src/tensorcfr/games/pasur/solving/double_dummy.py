@@ -188,6 +188,45 @@ class DoubleDummySolver:
         sign = 1 if state.player == rules.ALEX else -1
         return rules.utility(state) + sign * to_go
 
+    def values_of_deal(self, states: Sequence[rules.GameState]) -> list[int]:
+        """:meth:`value` of each of ``states``, positions of one deal (a game's positions
+        one after another, say), sharing one table generation: what the search learned
+        about a position stays valid for the others of the deal (the table holds points to
+        come, and the deal fixes every hand), so a game's 49 positions cost about a quarter
+        of 49 separate calls. Each search starts from the previous answer as its guess.
+
+        Raises:
+            ValueError: positions of different deals.
+        """
+        if not states:
+            return []
+        deal = tuple(states[0].deal)
+        if any(tuple(s.deal) != deal for s in states):
+            raise ValueError("values_of_deal takes positions of one deal")
+        hands, masks, _ = self._position(states[0])
+        gen = self._next_generation()
+        k = _kernel()
+        out: list[int] = []
+        for state in states:
+            if state.is_terminal:
+                out.append(rules.utility(state))
+                continue
+            _, _, pos = self._position(state)
+            base = rules.utility(state)
+            sign = 1 if state.player == rules.ALEX else -1
+            guess = sign * (out[-1] - base) if out else 0
+            self._stats[:] = 0
+            to_go = int(k.mtdf(*pos, guess, hands, masks, self._table, gen, self.table_bits,
+                               self._move_card, self._move_cap, self._move_key, self._frame,
+                               self._scratch, self._stats))
+            if self._stats[1]:  # a pool too big for the kernel: the exact solver answers
+                from tensorcfr.games.pasur.solving.exact import solve_exact
+
+                out.append(solve_exact(state).value)
+                continue
+            out.append(base + sign * to_go)
+        return out
+
     def action_values(self, state: rules.GameState) -> ActionValues:
         """Every legal play at ``state`` with its final Alex-minus-Bob value if it is played
         and both then play optimally, in :func:`rules.legal_actions` order
