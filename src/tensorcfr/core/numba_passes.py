@@ -166,25 +166,32 @@ def _regret_matching(regrets: np.ndarray, action_infoset: np.ndarray, abs_totals
 
 
 class NumbaPasses:
-    """The compiled CPU passes of a ``TensorCFRSolver`` (alternating updates): the fused
-    passes of :mod:`tensorcfr.core.fused_passes` (one flat int32 layout, three compiled
-    calls per player) where their layout applies, else :class:`LevelPasses`.  Both give
-    bitwise the torch passes' results; :attr:`kind` says which one runs."""
+    """The compiled CPU passes of a ``TensorCFRSolver`` (alternating updates): the pruned
+    passes of :mod:`tensorcfr.core.pruned_passes` (the fused passes of
+    :mod:`tensorcfr.core.fused_passes` over the histories some player reaches) where the
+    fused layout applies, else :class:`LevelPasses`.  All give the torch passes' results
+    (bitwise in the tests); :attr:`kind` says which one runs."""
 
-    def __init__(self, solver: Any, fused: bool = True) -> None:
+    def __init__(self, solver: Any, fused: bool = True, pruned: bool = True) -> None:
         """``solver``: the :class:`~tensorcfr.core.solver.TensorCFRSolver` whose state the
-        passes update; ``fused=False`` keeps the level passes (the benchmarks compare
-        them)."""
+        passes update; ``fused=False`` keeps the level passes and ``pruned=False`` the
+        fused passes without skipping unreached histories (the benchmarks compare them)."""
         engine: Any = None
+        kind = "level"
         if fused:
             from tensorcfr.core import fused_passes
 
             layout = fused_passes.build_layout(
                 solver._flat, [level.kind.cpu().numpy() for level in solver.tree.levels])
-            if layout is not None:
-                engine = fused_passes.FusedPasses(solver, layout)
-        self.kind = "level" if engine is None else "fused"
+            if layout is not None and pruned and bool(np.all(np.diff(layout.parent[1:]) >= 0)):
+                from tensorcfr.core.pruned_passes import PrunedPasses
+
+                engine, kind = PrunedPasses(solver, layout), "pruned"
+            elif layout is not None:
+                engine, kind = fused_passes.FusedPasses(solver, layout), "fused"
+        self.kind = kind
         self.engine = engine if engine is not None else LevelPasses(solver)
+        self.update_player = getattr(self.engine, "update_player", None)
         self.values_and_regrets = self.engine.values_and_regrets
         self.regret_matching = self.engine.regret_matching
         self.refresh_player = self.engine.refresh_player

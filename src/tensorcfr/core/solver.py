@@ -728,6 +728,8 @@ class TensorCFRSolver:
         """One alternating-update iteration through the compiled CPU loops
         (:mod:`tensorcfr.core.numba_passes`): the torch path's operations in its order."""
         for p in range(self._flat.num_players):
+            if passes.update_player is not None and passes.update_player(p):
+                continue  # (the pruned passes' sparse update: vanilla CFR)
             passes.values_and_regrets(p)
             if self._regret_views[p].numel():
                 self._finish_update(p)
