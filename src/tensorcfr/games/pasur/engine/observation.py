@@ -28,7 +28,7 @@ from tensorcfr.games.pasur.engine.rules import (
     PLAYS_PER_ROUND,
     Action,
     GameState,
-    card_actions,
+    hand_captures,
     score_pile,
 )
 
@@ -98,7 +98,9 @@ class Observation:
         """The observer's legal plays (empty unless it is the observer's turn)."""
         if not self.my_turn:
             return []
-        return [a for card in self.hand for a in card_actions(card, self.pool)]
+        # rules.card_actions for each card of the hand, the pool read once
+        return [Action(card, s) for card, caps in hand_captures(self.hand, self.pool)
+                for s in (caps or ((),))]
 
     def key(self) -> str:
         """A canonical text of the observation (an information-state string): equal for two

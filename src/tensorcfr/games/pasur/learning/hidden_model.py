@@ -59,6 +59,7 @@ from tensorcfr.games.pasur.engine.cards import (
     is_club,
 )
 from tensorcfr.games.pasur.engine.observation import Observation, observe
+from tensorcfr.games.pasur.learning.hidden_kernel import INFO_SIZE, choose_index, pack_decision
 from tensorcfr.games.pasur.learning.xgb_model import ModelKind, XGBoostModel
 from tensorcfr.games.pasur.playing.agent import PlayEstimate, check_turn, mover_sign
 from tensorcfr.games.pasur.playing.greedy import CARD_POINTS, GreedyAgent, greedy_key, play_facts
@@ -176,7 +177,7 @@ class HiddenModel(XGBoostModel):
     kind = ModelKind(what="a hidden-hand model", format=MODEL_FORMAT, version=MODEL_VERSION,
                      model_file=MODEL_FILE, feature_set=FEATURE_SET,
                      feature_columns=tuple(FEATURE_COLUMNS), max_model_bytes=MAX_MODEL_BYTES,
-                     hint=_train_command_hint())
+                     hint=_train_command_hint(), compile_forest=True)
 
 
 def load_hidden_model(path: str | os.PathLike[str] | None = None, threads: int = 1
@@ -196,7 +197,13 @@ def load_hidden_model(path: str | os.PathLike[str] | None = None, threads: int =
 
 
 class HiddenModelAgent:
-    """Plays the legal play of the highest predicted advantage (first of equal ones)."""
+    """Plays the legal play of the highest predicted advantage (first of equal ones).
+
+    A decision is one compiled call (:func:`.hidden_kernel.choose_index`: the feature rows,
+    the compiled forest, the choice; tens of microseconds with the Python around it) when the
+    model's trees compiled (:attr:`HiddenModel.forest`); otherwise :func:`decision_rows` and
+    XGBoost, batched by :meth:`choose_many`. Both give the same plays (tested).
+    """
 
     name = "hidden-model"
     sees_everything = False
@@ -209,6 +216,8 @@ class HiddenModelAgent:
 
     def _predict(self, observations: Sequence[Observation]
                  ) -> list[tuple[list[rules.Action], np.ndarray]]:
+        """The legal plays of each observation and their predictions, through
+        :func:`decision_rows` and one :meth:`HiddenModel.predict` call (the reference path)."""
         legal_lists, all_rows = [], []
         for obs in observations:
             legal, rows = decision_rows(obs, check_turn(obs, self.name))
@@ -221,12 +230,29 @@ class HiddenModelAgent:
             start += len(legal)
         return out
 
+    def _compiled_choice(self, obs: Observation, legal: list[rules.Action]) -> int:
+        """Index in ``legal`` of the play of the highest prediction, in one compiled call
+        (buffers are the call's own: an agent may serve several threads)."""
+        forest = self.model.forest
+        n = len(legal)
+        info = np.empty(INFO_SIZE, dtype=np.int64)
+        plays = np.empty((n, 2), dtype=np.int64)
+        pack_decision(obs, legal, info, plays)
+        return choose_index(info, plays, np.empty((n, NUM_FEATURES), dtype=np.float32),
+                            np.empty(n, dtype=np.float32), forest.base, forest.feature,
+                            forest.threshold, forest.default_left, forest.leaf)
+
     def choose(self, obs: Observation, state: rules.GameState | None = None) -> rules.Action:
         """The play of the highest predicted advantage."""
-        return self.choose_many([obs])[0]
+        if self.model.forest is None:
+            return self.choose_many([obs])[0]
+        legal = check_turn(obs, self.name)
+        return legal[self._compiled_choice(obs, legal)] if len(legal) > 1 else legal[0]
 
     def choose_many(self, observations: Sequence[Observation]) -> list[rules.Action]:
-        """:meth:`choose` for many observations at once (one XGBoost call)."""
+        """:meth:`choose` for many observations (without compiled trees: one XGBoost call)."""
+        if self.model.forest is not None:
+            return [self.choose(obs) for obs in observations]
         return [legal[int(np.argmax(pred))] for legal, pred in self._predict(observations)]
 
     def estimates(self, obs: Observation) -> list[PlayEstimate] | None:

@@ -9,8 +9,10 @@ its kind's :class:`ModelKind`: the manifest through
 JSON, the kind's format and version), the feature set by name and columns, then the booster
 file (:func:`read_booster`: confined, a regular file of at most ``max_model_bytes``, one
 :class:`~tensorcfr.errors.CorruptFileError` line if XGBoost cannot read it) and its number of
-features. Each model module declares its kind and keeps its own folder checks and training;
-nothing here knows what a model predicts.
+features. A kind with ``compile_forest`` also gets the booster's trees compiled
+(:class:`~.compiled_forest.CompiledForest`: the same predictions bit for bit, without
+XGBoost's ~1 ms a call), which ``predict`` then uses. Each model module declares its kind and
+keeps its own folder checks and training; nothing here knows what a model predicts.
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ class ModelKind:
     ``what`` names the kind in messages (``"a policy model"``); ``format``/``version`` are
     the manifest's; ``model_file`` is the default booster file name; ``feature_set`` and
     ``feature_columns`` the features it was trained on (``num_features`` of them);
-    ``max_model_bytes`` bounds the booster file; ``hint`` (how to make one) ends the errors.
+    ``max_model_bytes`` bounds the booster file; ``hint`` (how to make one) ends the errors;
+    ``compile_forest``: compile the trees on load for fast predictions of a few rows.
     """
 
     what: str
@@ -49,6 +52,7 @@ class ModelKind:
     feature_columns: tuple[str, ...]
     max_model_bytes: int
     hint: str
+    compile_forest: bool = False
 
     @property
     def num_features(self) -> int:
@@ -77,11 +81,14 @@ def read_booster(folder: str | os.PathLike[str], manifest: Mapping[str, Any],
 @dataclass
 class XGBoostModel:
     """A loaded model folder: the XGBoost ``booster``, its ``manifest`` and the folder
-    ``path``. A subclass sets ``kind`` (its :class:`ModelKind`)."""
+    ``path``; ``forest``: the compiled trees (a
+    :class:`~.compiled_forest.CompiledForest`) or None. A subclass sets ``kind`` (its
+    :class:`ModelKind`)."""
 
     booster: Any
     manifest: dict[str, Any]
     path: Path
+    forest: Any = None
 
     kind: ClassVar[ModelKind]
 
@@ -94,8 +101,10 @@ class XGBoostModel:
         if rows.ndim != 2 or rows.shape[1] != n:
             raise TensorCFRError(f"{self.kind.what} needs rows of {n} features, got shape "
                                  f"{tuple(rows.shape)}")
-        return np.asarray(self.booster.inplace_predict(np.asarray(rows, dtype=np.float32)),
-                          dtype=np.float32)
+        rows = np.ascontiguousarray(rows, dtype=np.float32)
+        if self.forest is not None:
+            return self.forest.predict(rows)
+        return np.asarray(self.booster.inplace_predict(rows), dtype=np.float32)
 
     @classmethod
     def load(cls: type[_Model], folder: str | os.PathLike[str], threads: int = 1) -> _Model:
@@ -128,4 +137,9 @@ class XGBoostModel:
                                    f"features, not the {kind.num_features} of "
                                    f"{kind.feature_set}: it was trained on other features")
         booster.set_param({"nthread": int(threads)})
-        return cls(booster=booster, manifest=manifest, path=root)
+        forest = None
+        if kind.compile_forest:
+            from tensorcfr.games.pasur.learning.compiled_forest import CompiledForest
+
+            forest = CompiledForest.from_booster(booster)
+        return cls(booster=booster, manifest=manifest, path=root, forest=forest)
