@@ -353,6 +353,40 @@ class FlatTree:
         self.num_stored = stored
 
 
+    _NODE_ARRAYS = ("edge_prob", "parent_local", "terminal_index", "player_levels",
+                    "mixed_mask", "chance_reach", "utility_levels")
+
+    def release_node_arrays(self, tree: LevelTree) -> None:
+        """Drop the per-node arrays only the torch and level passes read (edge
+        probabilities, int64 parents, terminal positions and slots, the chance reach, the
+        utility views; the counts, level bounds and slot numbering stay), and give
+        ``tree`` back its int32 parent index where :meth:`_add_parents` had shared an
+        int64 copy with it.  :meth:`restore_node_arrays` builds them again."""
+        for name in self._NODE_ARRAYS:
+            self.__dict__.pop(name, None)
+        for level in tree.levels:
+            parent = level.parent
+            if parent.dtype == torch.long and parent.device.type == "cpu" and (
+                    parent.numel() == 0 or int(parent.max()) < 2**31 - 1):
+                level.parent = parent.to(torch.int32)
+            del parent
+        self.node_arrays_released = True
+        release_free_memory()
+
+    def restore_node_arrays(self, tree: LevelTree) -> None:
+        """Build what :meth:`release_node_arrays` dropped again, from ``tree`` (the same
+        tree: the same values, the slot numbering unchanged)."""
+        if not getattr(self, "node_arrays_released", False):
+            return
+        order = self.tree_slot_of_internal.cpu()
+        new_of_old_slot = torch.empty_like(order)
+        new_of_old_slot.index_copy_(0, order.long(),
+                                    torch.arange(self.num_slots, dtype=order.dtype))
+        self._lay_out_levels(tree, new_of_old_slot)
+        del new_of_old_slot
+        self._mark_stored_levels(tree.level_sizes())
+        self.node_arrays_released = False
+
     @property
     def action_infoset(self) -> Tensor:
         """long [A]: internal infoset of each internal slot (built on demand)."""

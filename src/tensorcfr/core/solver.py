@@ -287,19 +287,8 @@ class TensorCFRSolver:
         for view, uniform in zip(self._slot_views, flat.uniform):
             self._strategy[view] = uniform
         # Persistent per-node buffers (in-place updates, so per-level views stay valid).
-        self._edge_prob = flat.edge_prob  # probability of the edge into each node
-        # reach[q, n]: reach probability of player q at node n (chance's, constant, is
-        # kept per level by the FlatTree).
-        self._reach = torch.ones((n_players, flat.num_stored), **kw)
-        # Expected values of the updating player(s): alternating updates handle one player
-        # at a time, so one row serves them all (levels of terminals only read the
-        # utilities instead).  The edge_prob x values scratch only spans one chunk of a
-        # level.
-        value_rows = 1 if self.alternating else n_players
-        self._values = torch.zeros((value_rows, flat.num_stored), **kw)
-        self._scratch = torch.zeros((value_rows, min(flat.chunk, flat.max_level_nodes)), **kw)
         self._slot_state_views()
-        self._build_pass_views()
+        self._build_node_buffers()
         # Static iterations (CUDA graphs): every per-iteration number the passes read is
         # in a device tensor filled before the iteration, so the same kernels with the same
         # arguments serve every iteration.  [average decay, discount of positive regrets,
@@ -324,8 +313,65 @@ class TensorCFRSolver:
 
             if numba_passes.AVAILABLE:
                 self._numba_passes = numba_passes.NumbaPasses(self)
+                if self._numba_passes.kind != "level":
+                    self._release_node_buffers()  # (before numba loads its compiled code)
         self._refresh_all()
         release_free_memory()  # the set-up's temporaries
+
+    _NODE_BUFFERS = frozenset({
+        "_edge_prob", "_reach", "_values", "_scratch", "_utility_levels", "_edge_a", "_edge_b",
+        "_value_rows", "_load_player", "_load_all", "_backward_player", "_backward_all",
+        "_gathered_player", "_gathered_all", "_mixed_factor", "_mixed_factor_views",
+        "_forward_player", "_edge_views", "_cf_a", "_cf_b", "_update_views"})
+    """What :meth:`_build_node_buffers` sets: the torch passes' (and the level passes')
+    per-node buffers and per-level views, released when the fused compiled passes run."""
+
+    def _build_node_buffers(self) -> None:
+        """The per-node buffers of the torch passes (edge probabilities, reach rows, values,
+        the backward pass's scratch) and their per-level views (:meth:`_build_pass_views`)."""
+        flat = self._flat
+        kw = {"dtype": self.dtype, "device": self.device}
+        self._utility_levels = flat.utility_levels
+        self._edge_prob = flat.edge_prob  # probability of the edge into each node
+        # reach[q, n]: reach probability of player q at node n (chance's, constant, is
+        # kept per level by the FlatTree).
+        self._reach = torch.ones((flat.num_players, flat.num_stored), **kw)
+        # Expected values of the updating player(s): alternating updates handle one player
+        # at a time, so one row serves them all (levels of terminals only read the
+        # utilities instead).  The edge_prob x values scratch only spans one chunk of a
+        # level.
+        value_rows = 1 if self.alternating else flat.num_players
+        self._values = torch.zeros((value_rows, flat.num_stored), **kw)
+        self._scratch = torch.zeros((value_rows, min(flat.chunk, flat.max_level_nodes)), **kw)
+        self._build_pass_views()
+
+    def _release_node_buffers(self) -> None:
+        """Free what only the torch and level passes read (:data:`_NODE_BUFFERS` and the
+        flat tree's per-node arrays, :meth:`FlatTree.release_node_arrays`): the fused
+        compiled passes keep their own layout and read only the slot-sized state.  On
+        liars_dice that is about 16 MiB (docs/benchmarks/engine_memory.md).  Anything
+        that reads one of them later (switching to the level passes, as the tests and
+        benchmarks do) gets them rebuilt first (:meth:`__getattr__`)."""
+        for name in self._NODE_BUFFERS:
+            self.__dict__.pop(name, None)
+        self._flat.release_node_arrays(self.tree)
+        self._node_buffers_released = True
+        release_free_memory()
+
+    def __getattr__(self, name: str) -> Any:
+        """Rebuild the released node buffers (:meth:`_release_node_buffers`) on first
+        access, and refresh their edge probabilities and reach rows from the current
+        strategy; any other missing attribute is an ``AttributeError``."""
+        if name in TensorCFRSolver._NODE_BUFFERS and self.__dict__.get(
+                "_node_buffers_released", False):
+            self._node_buffers_released = False
+            self._flat.restore_node_arrays(self.tree)
+            self._build_node_buffers()
+            for p in range(self._flat.num_players):  # the torch passes' own refresh
+                self._set_edges(p)
+                self._forward(self._forward_player[p])
+            return self.__dict__[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @property
     def uses_numba(self) -> bool:
@@ -813,7 +859,8 @@ class TensorCFRSolver:
         self._strategy.copy_(self._from_tree_order(state["strategy"]))
         if self.variant.predictive:
             self._predictions.copy_(self._from_tree_order(state["predictions"]))
-        self._reach.fill_(1.0)
+        if not self.__dict__.get("_node_buffers_released", False):
+            self._reach.fill_(1.0)  # (the compiled passes' own reach: refresh_all)
         self.iteration = int(iteration)
         self._refresh_all()
 

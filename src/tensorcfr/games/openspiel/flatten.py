@@ -591,45 +591,56 @@ def _recall_message(tree: LevelTree, violations: int, example: str | None) -> st
 
 def perfect_recall_violations(tree: LevelTree) -> tuple[int, str | None]:
     """Number of infosets whose histories differ in the acting player's previous
-    (infoset, action) slot, and one such infoset key (``(0, None)``: perfect recall).
+    (infoset, action) slot, and one such infoset key (``(0, None)``: perfect recall; the
+    example is the violating infoset of the lowest id).
 
     By induction over a player's own decisions, "same previous own slot at every history of
-    every infoset" is equivalent to perfect recall.  Whole-tensor, one pass over levels.
+    every infoset" is equivalent to perfect recall.  One pass over the levels in numpy on
+    views of the tree's arrays (int32 throughout, one player's column at a time: about
+    2 x 4 x P bytes per node of the largest level): each infoset keeps the previous own
+    slot of the first level it is met on (its last history there), and every history is
+    compared with it.  numpy, not torch: the check runs once per walk, and torch's kernels
+    for it (a scatter-min and -max among them) would map about 5 MiB of library code into
+    every process that flattens a game (docs/benchmarks/engine_memory.md).
     """
     n_players = tree.num_players
-    # prev_slot[p, h]: player p's last slot on the path to node h (-1: none yet); int32
-    # throughout and one player's column at a time, so the check holds about 2 x 4 x P
-    # bytes per node of the largest level.
-    prev_slot = torch.full((n_players, 1), -1, dtype=torch.int32)
-    lowest = torch.full((tree.num_infosets,), torch.iinfo(torch.int32).max, dtype=torch.int32)
-    highest = torch.full((tree.num_infosets,), -2, dtype=torch.int32)
+    # prev_slot[p, h]: player p's last slot on the path to node h (-1: none yet).
+    prev_slot = np.full((n_players, 1), -1, dtype=np.int32)
+    unset = np.int32(-2)
+    expected = np.full(tree.num_infosets, unset, dtype=np.int32)
+    bad = np.zeros(tree.num_infosets, dtype=np.bool_)
+    parent_kind_source: np.ndarray | None = None
     for d, level in enumerate(tree.levels):
-        kind = level.kind.cpu()
+        kind = level.kind.cpu().numpy()
         if d > 0:
-            parent = level.parent.cpu()
-            prev_slot = prev_slot.index_select(1, parent)
-            parent_kind = tree.levels[d - 1].kind.cpu().index_select(0, parent)
+            assert parent_kind_source is not None
+            parent = level.parent.cpu().numpy()
+            prev_slot = prev_slot[:, parent]
+            parent_kind = parent_kind_source[parent]
             del parent
-            slot = level.parent_action_slot.cpu().to(torch.int32)
+            slot = level.parent_action_slot.cpu().numpy().astype(np.int32, copy=False)
             for p in range(n_players):
                 own_edge = parent_kind == p
-                if bool(own_edge.any()):
-                    torch.where(own_edge, slot, prev_slot[p], out=prev_slot[p])
+                if own_edge.any():
+                    np.copyto(prev_slot[p], slot, where=own_edge)
                 del own_edge
             del parent_kind, slot
+        parent_kind_source = kind
+        infoset_of_level = level.infoset.cpu().numpy()
         for p in range(n_players):
             acting = kind == p
-            if not bool(acting.any()):
+            if not acting.any():
                 continue
-            infosets = level.infoset.cpu()[acting].long()
+            infosets = infoset_of_level[acting]
             own_prev = prev_slot[p][acting]
-            lowest.scatter_reduce_(0, infosets, own_prev, reduce="amin")
-            highest.scatter_reduce_(0, infosets, own_prev, reduce="amax")
-            del acting, infosets, own_prev
-    bad = torch.nonzero((lowest != highest) & (highest > -2)).squeeze(1)
-    if bad.numel() == 0:
+            first_seen = expected[infosets] == unset
+            expected[infosets[first_seen]] = own_prev[first_seen]
+            bad[infosets[expected[infosets] != own_prev]] = True
+            del acting, infosets, own_prev, first_seen
+    violating = np.flatnonzero(bad)
+    if violating.size == 0:
         return 0, None
-    return int(bad.numel()), tree.infoset_keys[int(bad[0])]
+    return int(violating.size), tree.infoset_keys[int(violating[0])]
 
 
 def _check_perfect_recall(tree: LevelTree) -> None:
