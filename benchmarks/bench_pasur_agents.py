@@ -1,8 +1,13 @@
 """Speed and strength of the hidden-hand agents (greedy, hidden-model, pimc, pimc-infer).
 
-1. **Batch speed** of ``greedy`` and ``hidden-model``: decisions per second of one
-   ``choose_many`` call over every decision of ``--batch-games`` games (greedy vs random),
-   best of 3, 1 thread.
+1. **Speed** of ``greedy``, ``hidden-model`` and ``distilled``: decisions per second of
+   CPU time over every decision of ``--batch-games`` games (greedy vs random, the same for
+   every agent), in one ``choose_many`` call (*batch*) and one ``choose`` call a decision
+   (*one at a time*, as in a game), best of 3, 1 thread. The two learned agents are timed on
+   both paths side by side: the compiled one they use (feature rows and trees in numba) and
+   XGBoost's (``decision_rows`` + ``inplace_predict``, what they did before), after checking
+   that both paths choose the same plays. ``--speed-only`` runs this part alone and prints its
+   table (``--speed-json`` keeps the numbers).
 2. **Strength** over ``--strength-deals`` deals, seats swapped (each deal played twice):
    mean points difference (row agent minus column agent) with its 95% interval.
 3. **PIMC time per play**: ``pimc`` with K = ``--k`` (no time budget) plays
@@ -14,11 +19,13 @@
 Writes ``docs/benchmarks/pasur_agents.md`` and ``.json``. Run it under ``heavy``::
 
     PYTHONPATH=src .venv/bin/python benchmarks/bench_pasur_agents.py
+    nice -n 10 .venv/bin/python benchmarks/bench_pasur_agents.py --speed-only --batch-games 100
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -39,8 +46,13 @@ from tensorcfr.games.pasur.playing.match import move_seconds_stats, play_game  #
 from tensorcfr.utils.io import write_json_atomic  # noqa: E402
 
 
-def batch_speed(names: list[str], games: int) -> dict[str, Any]:
-    """Decisions per second of ``choose_many`` for each agent over the same decisions."""
+SPEED_AGENTS = ("greedy", "hidden-model", "distilled")
+LEARNED = ("hidden-model", "distilled")
+
+
+def speed_decisions(games: int) -> list[Any]:
+    """The mover's observation at every play of ``games`` games, greedy (Alex) against
+    random (Bob), deals ``random_deal(0..games-1)``."""
     greedy, random_agent = make_agent("greedy"), make_agent("random")
     observations = []
     for seed in range(games):
@@ -51,16 +63,59 @@ def batch_speed(names: list[str], games: int) -> dict[str, Any]:
             observations.append(obs)
             agent = greedy if state.player == 0 else random_agent
             state = rules.apply_action(state, agent.choose(obs))
-    out: dict[str, Any] = {"decisions": len(observations)}
+    return observations
+
+
+def _best_rate(run: Any, decisions: int, repeats: int = 3) -> dict[str, float]:
+    """Decisions per second of CPU time and of wall time, best of ``repeats`` runs."""
+    cpu = wall = math.inf
+    for _ in range(repeats):
+        c0, w0 = time.process_time(), time.perf_counter()
+        run()
+        cpu = min(cpu, time.process_time() - c0)
+        wall = min(wall, time.perf_counter() - w0)
+    return {"cpu": decisions / cpu, "wall": decisions / wall}
+
+
+def batch_speed(games: int, names: tuple[str, ...] = SPEED_AGENTS) -> dict[str, Any]:
+    """Decisions per second of each agent over the same decisions: ``batch`` (one
+    ``choose_many`` call) and ``single`` (one ``choose`` call a decision); for the learned
+    agents also their XGBoost path (``<name> (xgboost)``), checked to choose the same plays."""
+    observations = speed_decisions(games)
+    n = len(observations)
+    out: dict[str, Any] = {"decisions": n, "agents": {}}
     for name in names:
-        agent = make_agent(name)
-        best = math.inf
-        for _ in range(3):
-            t0 = time.perf_counter()
-            agent.choose_many(observations)  # type: ignore[attr-defined]
-            best = min(best, time.perf_counter() - t0)
-        out[name] = len(observations) / best
+        agent: Any = make_agent(name)
+        paths = [(name, agent)]
+        if name in LEARNED:
+            xgb: Any = make_agent(name)
+            xgb.model = dataclasses.replace(xgb.model, forest=None)
+            assert agent.model.forest is not None, f"{name}: the trees did not compile"
+            plays = agent.choose_many(observations)
+            assert plays == xgb.choose_many(observations), f"{name}: the paths differ"
+            paths.append((f"{name} (xgboost)", xgb))
+        for label, player in paths:
+            batch = _best_rate(lambda: player.choose_many(observations), n)
+            # XGBoost one decision a call costs ~1 ms: one pass is enough to time it
+            single = _best_rate(lambda: [player.choose(o) for o in observations], n,
+                                repeats=1 if label.endswith("(xgboost)") else 3)
+            out["agents"][label] = {"batch": batch, "single": single}
+            print(f"{label}: batch {batch['cpu']:,.0f}/s, one at a time {single['cpu']:,.0f}/s "
+                  "(CPU)", flush=True)
     return out
+
+
+def speed_table(speed: dict[str, Any]) -> list[str]:
+    """The speed section's markdown table."""
+    lines = ["| agent | path | batch, decisions / s CPU (wall) | one at a time, decisions / s "
+             "CPU (wall) |", "|---|---|---:|---:|"]
+    for label, rates in speed["agents"].items():
+        name, _, path = label.partition(" (")
+        path = "XGBoost (before)" if path else ("compiled" if name in LEARNED else "Python")
+        b, s1 = rates["batch"], rates["single"]
+        lines.append(f"| {name} | {path} | {b['cpu']:,.0f} ({b['wall']:,.0f}) | "
+                     f"{s1['cpu']:,.0f} ({s1['wall']:,.0f}) |")
+    return lines
 
 
 def strength(pairs: list[tuple[str, str]], deals: int, seed: int) -> list[dict[str, Any]]:
@@ -129,14 +184,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=30000)
     parser.add_argument("--checkpoint", default=str(ROOT / "runs/bench_pasur_agents.json"))
     parser.add_argument("--out", default=str(ROOT / "docs/benchmarks/pasur_agents.md"))
+    parser.add_argument("--speed-only", action="store_true",
+                        help="time the agents' decisions only and print the table")
+    parser.add_argument("--speed-json", default=None, help="with --speed-only: save the numbers")
     args = parser.parse_args(argv)
     import torch
 
     torch.set_num_threads(1)
     load_start = os.getloadavg()[0]
     started = time.perf_counter()
-    speed = batch_speed(["greedy", "hidden-model"], args.batch_games)
-    print("batch", speed, flush=True)
+    speed = batch_speed(args.batch_games)
+    if args.speed_only:
+        speed.update(threads=1, load_start=load_start, load_end=os.getloadavg()[0],
+                     seconds=time.perf_counter() - started,
+                     date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
+        print("\n".join(speed_table(speed)))
+        print(f"{speed['decisions']:,} decisions of {args.batch_games} games; 1 thread; load "
+              f"average {load_start:.2f} at the start, {speed['load_end']:.2f} at the end")
+        if args.speed_json:
+            write_json_atomic(Path(args.speed_json), speed)
+        return 0
     matchups = strength([("greedy", "random"), ("hidden-model", "random"),
                          ("hidden-model", "greedy")], args.strength_deals, args.seed)
     checkpoint = Path(args.checkpoint)
@@ -161,12 +228,12 @@ def main(argv: list[str] | None = None) -> int:
         f"2-core machine); {result['seconds']:.0f} s in all (PIMC games already in the "
         f"checkpoint `{checkpoint.name}` are read back, not replayed: their timings are from "
         "the run that played them)", "",
-        "## Batch decisions per second", "",
-        f"One `choose_many` call over the {speed['decisions']:,} decisions of "
-        f"{args.batch_games} games (greedy vs random), best of 3.", "",
-        "| agent | decisions / s |", "|---|---:|",
-        f"| greedy | {speed['greedy']:,.0f} |",
-        f"| hidden-model | {speed['hidden-model']:,.0f} |", "",
+        "## Decisions per second", "",
+        f"The {speed['decisions']:,} decisions of {args.batch_games} games (greedy vs "
+        "random): one `choose_many` call (*batch*) and one `choose` call a decision (*one at "
+        "a time*), best of 3, 1 thread; the learned agents on their compiled path and on "
+        "XGBoost's (the same plays, checked).", "",
+        *speed_table(speed), "",
         "## Strength", "",
         f"{args.strength_deals} deals (`random_deal({args.seed} + i)`), each played twice with "
         "the seats swapped; points per game, agent minus opponent, 95% interval.", "",
