@@ -42,10 +42,11 @@ for part in $parts; do
       timeout 240 python3 benchmarks/bench_engine_gpu.py --games leduc_poker,liars_dice,tic_tac_toe \
         --out "$OUT/engine_gpu.json" 2>&1 | tee -a "$OUT/log.txt" ;;
     kernels)
-      timeout 50 python3 -m pytest -q -p no:cacheprovider tests/test_cuda_graph.py \
+      timeout 45 python3 -m pytest -q -p no:cacheprovider tests/test_cuda_graph.py \
         2>&1 | tail -n 15 | tee -a "$OUT/log.txt"
-      timeout 125 python3 benchmarks/bench_engine_gpu.py --games leduc_poker,liars_dice,tic_tac_toe \
-        --reps 5 --min-rep-seconds 0.25 --out "$OUT/engine_kernels.json" 2>&1 | tee -a "$OUT/log.txt" ;;
+      timeout 130 python3 benchmarks/bench_engine_gpu.py --games tic_tac_toe,leduc_poker,liars_dice \
+        --reps 4 --min-rep-seconds 0.2 --check-iterations 12 --out "$OUT/engine_kernels.json" \
+        2>&1 | tee -a "$OUT/log.txt" ;;
     batch)
       if [ -f benchmarks/bench_pasur_batched.py ]; then
         timeout 240 python3 benchmarks/bench_pasur_batched.py --device cuda --out "$OUT/pasur_batched.json" \
