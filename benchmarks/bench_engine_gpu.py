@@ -9,7 +9,7 @@ Per game, in one process, vanilla CFR with alternating updates in float64:
 * ``gpu_graph``: ``cuda_graph=True`` (the whole iteration captured at the second one and
   replayed: one launch per iteration) through :mod:`tensorcfr.core.static_passes`;
 * ``gpu_graph_levels``: the same graph over the torch passes level by level
-  (``fused_static_passes = False``: the first graph path, 2.5-2.9x the kernels);
+  (``fused_static_passes = False``: the first graph path, 2.3-2.7x the kernels);
 * ``gpu_static_eager``: the static passes run eagerly on CUDA (no graph: their launches);
 * ``cpp``: ``pyspiel.CFRSolver`` on one thread (skipped above ``--cpp-max-nodes``).
 

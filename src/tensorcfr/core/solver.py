@@ -231,7 +231,7 @@ class TensorCFRSolver:
 
     fused_static_passes: bool = True
     """Run the graph-ready iteration through :class:`~tensorcfr.core.static_passes.StaticPasses`
-    (whole levels, a player's regret update in one gather: 2.5-2.9x fewer operators, so
+    (whole levels, a player's regret update in one gather: 2.3-2.7x fewer operators, so
     kernels in a CUDA graph; bitwise the same results on the CPU); False runs it through the
     torch passes level by level (the first CUDA-graph path, kept for comparisons:
     benchmarks/bench_engine_gpu.py)."""
