@@ -1,7 +1,9 @@
-"""The compiled CPU passes (tensorcfr.core.numba_passes: the fused passes of
-tensorcfr.core.fused_passes where their layout applies, the level passes elsewhere) give
-bitwise the torch passes' results: every variant, float64 and float32, two and three
-players, mixed levels, levels that keep no reach copy, infosets on several depths."""
+"""The compiled CPU passes (tensorcfr.core.numba_passes: the pruned passes of
+tensorcfr.core.pruned_passes and the fused passes of tensorcfr.core.fused_passes where
+their layout applies, the level passes elsewhere) give bitwise the torch passes' results:
+every variant, float64 and float32, two and three players, mixed levels, levels that keep
+no reach copy, infosets on several depths, the pruned passes' partial relists and kept
+lists."""
 
 from __future__ import annotations
 
@@ -22,6 +24,10 @@ pytestmark = pytest.mark.skipif(not numba_passes.AVAILABLE, reason="numba not im
 class _NumbaSolver(TensorCFRSolver):
     numpy_fast_path_max_nodes = -1
     numba_min_nodes = 0
+
+
+class _FusedSolver(_NumbaSolver):
+    compiled_passes = "fused"
 
 
 class _TorchSolver(TensorCFRSolver):
@@ -48,14 +54,14 @@ def _assert_same(fast: TensorCFRSolver, slow: TensorCFRSolver) -> None:
     assert torch.equal(fast.average_policy(), slow.average_policy())
 
 
-@pytest.mark.parametrize("passes", ["fused", "level"])
+@pytest.mark.parametrize("passes", ["pruned", "fused", "level"])
 @pytest.mark.parametrize("algo", ["cfr", "cfr+", "lcfr", "dcfr", "pcfr+"])
 @pytest.mark.parametrize("game", ["kuhn_poker(players=3)", "leduc_poker",
                                   "goofspiel(num_cards=3,imp_info=True)"])
 def test_numba_passes_are_bitwise_the_torch_passes(trees: dict[str, LevelTree], game: str,
                                                    algo: str, passes: str) -> None:
     iterations = 5 if game == "leduc_poker" else 12
-    fast = _NumbaSolver(trees[game], algo=algo)
+    fast = (_FusedSolver if passes == "fused" else _NumbaSolver)(trees[game], algo=algo)
     if passes == "level":
         _level(fast)
     slow = _TorchSolver(trees[game], algo=algo)
@@ -66,6 +72,32 @@ def test_numba_passes_are_bitwise_the_torch_passes(trees: dict[str, LevelTree], 
     _assert_same(fast, slow)
 
 
+@pytest.mark.parametrize("game", ["kuhn_poker(players=3)", "leduc_poker"])
+def test_pruned_passes_keep_relist_and_rebuild_bitwise(trees: dict[str, LevelTree],
+                                                       game: str) -> None:
+    """Vanilla CFR over many iterations: the pruned passes skip histories, keep their live
+    list when no action comes to life (dead histories stay listed), relist only the
+    segments below revived actions, rebuild when one lies above the split level; the
+    state stays bitwise the torch passes' (checked as it goes)."""
+    fast = _NumbaSolver(trees[game])
+    slow = _TorchSolver(trees[game])
+    engine = fast._numba_passes.engine
+    assert fast._numba_passes.kind == "pruned"
+    assert engine.root_position.shape[0] > 1  # (several segments)
+    kept = dead_listed = 0
+    for _ in range(8):
+        before = (engine.rebuilds, engine.relists)
+        fast.iterate(10)
+        slow.iterate(10)
+        kept += engine.rebuilds == before[0] and engine.relists == before[1]
+        dead_listed += engine.dead > 0
+        _assert_same(fast, slow)
+    assert engine.live_nodes < fast._flat.num_nodes  # (something is skipped)
+    assert engine.relists > 0 and engine.rebuilds > 0
+    if game == "leduc_poker":
+        assert dead_listed > 0
+
+
 def test_numba_passes_float32_and_resume(trees: dict[str, LevelTree]) -> None:
     tree = trees["leduc_poker"]
     fast = _NumbaSolver(tree, algo="dcfr", dtype="float32")
@@ -74,7 +106,7 @@ def test_numba_passes_float32_and_resume(trees: dict[str, LevelTree]) -> None:
     slow.iterate(4)
     _assert_same(fast, slow)
     resumed = _NumbaSolver(tree, algo="dcfr", dtype="float32")
-    assert resumed._numba_passes.kind == "fused"
+    assert resumed._numba_passes.kind == "pruned"
     resumed.load_state_tensors(fast.state_tensors(), fast.iteration)
     resumed.iterate(3)
     slow.iterate(3)
@@ -122,9 +154,9 @@ def test_numba_passes_on_mixed_levels(num_players: int, one_depth: bool) -> None
         tree = _hand_built(seed, num_players, one_depth)
         fast = _NumbaSolver(tree, algo="pcfr+")
         slow = _TorchSolver(tree, algo="pcfr+")
-        assert fast._numba_passes.kind == ("fused" if one_depth else "level")
+        assert fast._numba_passes.kind == ("pruned" if one_depth else "level")
         if one_depth:
-            layout = fast._numba_passes.engine.layout
+            layout = _FusedSolver(tree, algo="pcfr+")._numba_passes.engine.layout
             assert isinstance(layout, fused_passes.FusedLayout)
             mixed += int((layout.mode == fused_passes.MODE_MIXED).sum())
             unstored += int((~layout.stored).sum())
@@ -135,20 +167,23 @@ def test_numba_passes_on_mixed_levels(num_players: int, one_depth: bool) -> None
         assert mixed > 0 and unstored > 0
 
 
-def test_fused_passes_match_openspiel_cpp(trees: dict[str, LevelTree]) -> None:
-    """On leduc with the fused passes forced: the average policy is OpenSpiel C++
-    CFRSolver's to 1e-9, and OpenSpiel's own exploitability of it is the C++ policy's."""
+@pytest.mark.parametrize("passes", ["pruned", "fused"])
+def test_compiled_passes_match_openspiel_cpp(passes: str) -> None:
+    """On leduc with the compiled passes forced (pruned, the default, and fused): the
+    average policy is OpenSpiel C++ CFRSolver's to 1e-9, and OpenSpiel's own
+    exploitability of it is the C++ policy's."""
     import pyspiel
 
     from tensorcfr.games.openspiel.solvers import CFRSolver
 
-    class FusedCFR(CFRSolver):
+    class CompiledCFR(CFRSolver):
         numpy_fast_path_max_nodes = -1
         numba_min_nodes = 0
+        compiled_passes = passes
 
     game = pyspiel.load_game("leduc_poker")
-    ours = FusedCFR(game)
-    assert ours._numba_passes.kind == "fused"
+    ours = CompiledCFR(game)
+    assert ours._numba_passes.kind == passes
     reference = pyspiel.CFRSolver(game)
     for _ in range(30):
         reference.evaluate_and_update_policy()

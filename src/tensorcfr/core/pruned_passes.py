@@ -32,17 +32,31 @@ the solver's arithmetic (``S + own x s``, then :func:`tensorcfr.core.regret.
 regret_matching_into`'s rule).  Other variants discount every regret or the average at
 every iteration: they keep the solver's whole-slot steps.
 
+Keeping the list between updates.  Liveness only grows where an action's probability goes
+from zero to positive.  Where none did, the top-down pass only recomputes the updated
+player's reach down the list as it stands (histories that died stay listed: their terms
+are products with zero, and a full rebuild drops them once they are a quarter of the
+list).  Where some did, only the parts of the tree below them are listed again: the tree
+is cut at a *split level* ``L`` (the first with at least :data:`SEGMENT_LEVEL_NODES`
+nodes); the levels down to ``L`` form the top list and each node of level ``L`` roots a
+*segment* with its own region of the compact rows (capacity: its subtree), listed level by
+level.  An action revived below ``L`` relists the segments its histories lie in (on
+liars_dice 6 of its 36 dice rolls); one at or above ``L`` relists everything.  The bottom-up pass
+runs segment by segment, then the top list: a slot's histories all lie on one level (the
+fused layout's condition), so its additions come in the same order as level by level.
+
 Layout (``N`` nodes in level order, ``P`` players): from the fused layout, ``slot`` [N]
 int32 and the chance probabilities; ``kind`` [N] int8 (each node's kind: a player, -1
 chance, -2 terminal), ``first_child`` [N + 1] int32 (node ``h``'s children are
 ``first_child[h]`` to ``first_child[h + 1]``) and the terminals' ``utilities`` [N, P].
-Each top-down pass rebuilds the *live list* in compact rows (position ``n`` in level
-order, ``live_start`` [D + 1] the levels' offsets): the node ``live`` [n], its parent's
-position ``up`` [n], its edge's weight, slot, actor and chance reach, every player's
-``reach`` [n, P] (node-major) and, per player, the ``values`` [P, n] the bottom-up pass
-fills.  So the bottom-up pass reads only compact rows in order; the regrets, own sums
-and strategy are the solver's buffers, indexed by slot.  Per player, ``slot_infoset``
-(each slot's infoset) and a touched list serve the sparse update.
+The compact rows, position ``n``: the node ``live`` [n], its parent's position ``up``
+[n], its edge's weight, slot, actor and chance reach, every player's ``reach`` [n, P]
+(node-major) and, per player, the ``values`` [P, n] the bottom-up pass fills; the top
+list's levels start at ``top_start`` [L + 2], segment ``j``'s at ``segment_start[j]``
+[R + 1] (``R = D - 1 - L`` levels below ``L``).  So the bottom-up pass reads only
+compact rows in order; the regrets, own sums and strategy are the solver's buffers,
+indexed by slot.  Per player, ``slot_infoset`` (each slot's infoset) and a touched list
+serve the sparse update.
 
 Nothing here knows a game.
 """
@@ -57,38 +71,40 @@ from tensorcfr.core.fused_passes import FusedLayout
 from tensorcfr.core.jit import njit as _njit
 from tensorcfr.core.tree import KIND_TERMINAL
 
-__all__ = ["PrunedPasses"]
+__all__ = ["SEGMENT_LEVEL_NODES", "PrunedPasses"]
+
+SEGMENT_LEVEL_NODES = 32
+"""The split level is the first level with at least this many nodes (see above)."""
+DEAD_SHARE = 4
+"""A full rebuild drops the dead histories once they are over 1 / DEAD_SHARE of the list."""
+REVIVED_CAPACITY = 4096
+"""Revived actions one update lists before it gives up and rebuilds everything."""
 
 _TERMINAL = KIND_TERMINAL
 
 
-@_njit
-def _forward(slot: np.ndarray, kind: np.ndarray, first_child: np.ndarray,
-             chance_prob: np.ndarray, chance_reach: np.ndarray, utilities: np.ndarray,
-             strategy: np.ndarray, live: np.ndarray, live_start: np.ndarray,
-             up: np.ndarray, weight: np.ndarray, live_slot: np.ndarray,
-             live_actor: np.ndarray, live_chance: np.ndarray, reach: np.ndarray,
-             values: np.ndarray, zero: float) -> None:  # pragma: no cover - compiled
-    """Top-down from the root, the live list and its compact rows: for each child ``c`` of
-    a live node (position ``k``) with a non-zero reach for some player (``r_q(c) = r_q(h)
-    x strategy[slot[c]]`` for the player ``q`` acting at ``h``, ``r_q(h)`` otherwise), at
-    the next position ``n``: ``live[n] = c``, ``up[n] = k``, the edge's weight (its chance
-    probability or strategy), slot, actor and chance reach, every player's reach, and a
-    terminal's utilities in ``values``.  A live node none of whose children is live
-    (every product underflowed) gets the value 0 in every row, as OpenSpiel's recursion
-    returns for it."""
+@_njit(inline="always")  # (a call per segment: no argument passing)
+def _expand(k0: int, k1: int, count: int, starts: np.ndarray, n_levels: int,
+            slot: np.ndarray, kind: np.ndarray, first_child: np.ndarray,
+            chance_prob: np.ndarray, chance_reach: np.ndarray, utilities: np.ndarray,
+            strategy: np.ndarray, live: np.ndarray, up: np.ndarray, weight: np.ndarray,
+            live_slot: np.ndarray, live_actor: np.ndarray, live_chance: np.ndarray,
+            reach: np.ndarray, values: np.ndarray,
+            zero: float) -> int:  # pragma: no cover - compiled
+    """List ``n_levels`` levels below the listed parents at positions ``k0`` to ``k1``,
+    appending from position ``count`` (``starts[l]``: where the ``l``-th level below
+    begins, ``starts[n_levels]`` the end, returned): each child ``c`` with a non-zero
+    reach for some player (``r_q(c) = r_q(h) x strategy[slot[c]]`` for the player ``q``
+    acting at ``h``, ``r_q(h)`` otherwise) gets ``live = c``, ``up`` = its parent's
+    position, its edge's weight (chance probability or strategy), slot, actor and chance
+    reach, every player's reach, and a terminal its utilities in ``values``.  A listed
+    node none of whose children is live (every product underflowed) gets the value 0 in
+    every row, as OpenSpiel's recursion returns for it."""
     num_players = reach.shape[1]
-    depth = live_start.shape[0] - 1
     per_node_chance = chance_reach.shape[0] > 0
-    live[0] = 0
-    up[0] = -1
-    for p in range(num_players):
-        reach[0, p] = 1.0
-    live_start[0] = 0
-    live_start[1] = 1
-    count = 1
-    for d in range(depth - 1):
-        for k in range(live_start[d], live_start[d + 1]):
+    for level in range(n_levels):
+        starts[level] = count
+        for k in range(k0, k1):
             h = live[k]
             c0 = first_child[h]
             c1 = first_child[h + 1]
@@ -150,76 +166,203 @@ def _forward(slot: np.ndarray, kind: np.ndarray, first_child: np.ndarray,
             if count == before:
                 for p in range(num_players):
                     values[p, k] = zero
-        live_start[d + 2] = count
+        k0 = starts[level]
+        k1 = count
+    starts[n_levels] = count
+    return count
 
 
 @_njit
-def _values_and_regrets(up: np.ndarray, weight: np.ndarray, live_slot: np.ndarray,
-                        live_actor: np.ndarray, live_chance: np.ndarray,
-                        values: np.ndarray, reach: np.ndarray, chance_level: np.ndarray,
-                        has_chance: bool, live_start: np.ndarray, player: int,
+def _rebuild(split: int, level_start: np.ndarray, top_start: np.ndarray,
+             segment_offset: np.ndarray, segment_start: np.ndarray, root_position: np.ndarray,
+             slot: np.ndarray, kind: np.ndarray, first_child: np.ndarray,
+             chance_prob: np.ndarray, chance_reach: np.ndarray, utilities: np.ndarray,
+             strategy: np.ndarray, live: np.ndarray, up: np.ndarray, weight: np.ndarray,
+             live_slot: np.ndarray, live_actor: np.ndarray, live_chance: np.ndarray,
+             reach: np.ndarray, values: np.ndarray,
+             zero: float) -> None:  # pragma: no cover - compiled
+    """The whole live list from the current strategy: the top list (the root, then
+    :func:`_expand` down to the split level), then every segment whose root is listed."""
+    live[0] = 0
+    up[0] = -1
+    for p in range(reach.shape[1]):
+        reach[0, p] = 1.0
+    top_start[0] = 0
+    _expand(0, 1, 1, top_start[1:], split, slot, kind, first_child, chance_prob,
+            chance_reach, utilities, strategy, live, up, weight, live_slot, live_actor,
+            live_chance, reach, values, zero)
+    root_position[:] = -1
+    for k in range(top_start[split], top_start[split + 1]):
+        root_position[live[k] - level_start[split]] = k
+    n_levels = segment_start.shape[1] - 1
+    for j in range(root_position.shape[0]):
+        if root_position[j] < 0:
+            segment_start[j, :] = segment_offset[j]
+            continue
+        k = root_position[j]
+        _expand(k, k + 1, segment_offset[j], segment_start[j], n_levels, slot, kind,
+                first_child, chance_prob, chance_reach, utilities, strategy, live, up,
+                weight, live_slot, live_actor, live_chance, reach, values, zero)
+
+
+@_njit(inline="always")  # (a call per segment: no argument passing)
+def _refresh_range(n0: int, n1: int, strategy: np.ndarray, up: np.ndarray,
+                   weight: np.ndarray, live_slot: np.ndarray, live_actor: np.ndarray,
+                   reach: np.ndarray, player: int,
+                   zero: float) -> int:  # pragma: no cover - compiled
+    """``player``'s reach (and its edges' weights) at listed positions ``n0`` to ``n1``
+    from their parents', the same products as :func:`_expand`; returns how many of them
+    nobody reaches any more."""
+    num_players = reach.shape[1]
+    dead = 0
+    for n in range(n0, n1):
+        k = up[n]
+        if live_actor[n] == player:
+            w = strategy[live_slot[n]]
+            weight[n] = w
+            reach[n, player] = reach[k, player] * w
+        else:
+            reach[n, player] = reach[k, player]
+        alive = False
+        for p in range(num_players):
+            if reach[n, p] != zero:
+                alive = True
+        if not alive:
+            dead += 1
+    return dead
+
+
+@_njit
+def _refresh(player: int, relist: np.ndarray, split: int, top_start: np.ndarray,
+             segment_offset: np.ndarray, segment_start: np.ndarray,
+             root_position: np.ndarray, segment_dead: np.ndarray, slot: np.ndarray,
+             kind: np.ndarray, first_child: np.ndarray, chance_prob: np.ndarray,
+             chance_reach: np.ndarray, utilities: np.ndarray, strategy: np.ndarray,
+             live: np.ndarray, up: np.ndarray, weight: np.ndarray, live_slot: np.ndarray,
+             live_actor: np.ndarray, live_chance: np.ndarray, reach: np.ndarray,
+             values: np.ndarray, zero: float) -> int:  # pragma: no cover - compiled
+    """After ``player``'s strategy changed with no action revived at or above the split
+    level: the top list's numbers, then each segment's (listed again where ``relist[j]``,
+    which is cleared).  Returns how many listed histories nobody reaches."""
+    dead = _refresh_range(1, top_start[split + 1], strategy, up, weight, live_slot,
+                          live_actor, reach, player, zero)
+    n_levels = segment_start.shape[1] - 1
+    for j in range(root_position.shape[0]):
+        k = root_position[j]
+        if relist[j]:
+            relist[j] = False
+            segment_dead[j] = 0
+            if k >= 0:
+                _expand(k, k + 1, segment_offset[j], segment_start[j], n_levels, slot,
+                        kind, first_child, chance_prob, chance_reach, utilities,
+                        strategy, live, up, weight, live_slot, live_actor, live_chance,
+                        reach, values, zero)
+        elif k >= 0:
+            segment_dead[j] = _refresh_range(segment_offset[j], segment_start[j, n_levels],
+                                             strategy, up, weight, live_slot, live_actor,
+                                             reach, player, zero)
+        dead += segment_dead[j]
+    return dead
+
+
+@_njit(inline="always")  # (a call per segment: no argument passing)
+def _level_values(k0: int, k1: int, level: int, up: np.ndarray, weight: np.ndarray,
+                  live_slot: np.ndarray, live_actor: np.ndarray, live_chance: np.ndarray,
+                  value: np.ndarray, reach: np.ndarray, chance_level: np.ndarray,
+                  has_chance: bool, player: int, slot_start: int, regrets: np.ndarray,
+                  own_sums: np.ndarray, instant: np.ndarray, has_instant: bool,
+                  slot_infoset: np.ndarray, marked: np.ndarray, touched: np.ndarray,
+                  n_touched: int, track: bool, zero: float,
+                  one: float) -> int:  # pragma: no cover - compiled
+    """One listed level (positions ``k0`` to ``k1``, tree level ``level``): its parents'
+    values (a node's value summed in a register over its listed children, in action
+    order), then ``player``'s regrets and own reach on the edges it acts on (added into
+    ``regrets``, ``instant``, ``own_sums`` at ``slot - slot_start``); with ``track``, each
+    infoset met is listed in ``touched`` once.  Returns the touched count."""
+    num_players = reach.shape[1]
+    other = 1 - player
+    current = -1
+    total = zero
+    for k in range(k0, k1):
+        h = up[k]
+        total = (total if h == current else zero) + value[k] * weight[k]
+        current = h
+        value[h] = total
+    level_chance = chance_level[level - 1] if has_chance else one
+    chance_constant = not has_chance or level_chance == level_chance  # (NaN: per node)
+    for k in range(k0, k1):
+        if live_actor[k] != player:
+            continue
+        h = up[k]
+        if has_chance:
+            chance = level_chance if chance_constant else live_chance[h]
+        else:
+            chance = one
+        if num_players == 2:
+            counterfactual = reach[h, other]
+            if has_chance:
+                counterfactual = counterfactual * chance
+        else:
+            before = one
+            for q in range(player):
+                before = before * reach[h, q]
+            after = one
+            for q in range(player + 1, num_players):
+                after = after * reach[h, q]
+            if has_chance:
+                after = after * chance
+            counterfactual = before * after
+        regret = (value[k] - value[h]) * counterfactual
+        s = live_slot[k] - slot_start
+        if has_instant:
+            instant[s] += regret
+        regrets[s] += regret
+        own_sums[s] += reach[h, player]
+        if track:
+            i = slot_infoset[s]
+            if not marked[i]:
+                marked[i] = True
+                touched[n_touched] = i
+                n_touched += 1
+    return n_touched
+
+
+@_njit
+def _values_and_regrets(split: int, top_start: np.ndarray, segment_start: np.ndarray,
+                        root_position: np.ndarray, up: np.ndarray, weight: np.ndarray,
+                        live_slot: np.ndarray, live_actor: np.ndarray,
+                        live_chance: np.ndarray, values: np.ndarray, reach: np.ndarray,
+                        chance_level: np.ndarray, has_chance: bool, player: int,
                         slot_start: int, regrets: np.ndarray, own_sums: np.ndarray,
                         instant: np.ndarray, has_instant: bool, slot_infoset: np.ndarray,
                         marked: np.ndarray, touched: np.ndarray, track: bool, zero: float,
                         one: float) -> int:  # pragma: no cover - compiled
-    """``player``'s values over the live list, bottom-up (a node's value summed in a
-    register over its live children, in action order; rows indexed by live position),
-    and its regrets and own reach on the live edges it acts on (added into ``regrets``,
-    ``instant``, ``own_sums``, indexed ``slot - slot_start``).  With ``track``, each
-    infoset met is listed in ``touched`` once (``marked`` flags it); returns how many."""
+    """``player``'s values, regrets and own reach over the live list, bottom-up: every
+    segment (its levels deepest first), then the top list's levels.  Returns how many
+    infosets were touched (listed in ``touched`` with ``track``)."""
     value = values[player]
-    num_players = reach.shape[1]
-    other = 1 - player
-    depth = live_start.shape[0] - 1
     n_touched = 0
-    for d in range(depth - 1, 0, -1):
-        k0 = live_start[d]
-        k1 = live_start[d + 1]
-        if k0 == k1:
+    n_levels = segment_start.shape[1] - 1
+    for j in range(root_position.shape[0]):
+        if root_position[j] < 0:
             continue
-        current = -1
-        total = zero
-        for k in range(k0, k1):
-            h = up[k]
-            total = (total if h == current else zero) + value[k] * weight[k]
-            current = h
-            value[h] = total
-        level_chance = chance_level[d - 1] if has_chance else one
-        chance_constant = not has_chance or level_chance == level_chance  # (NaN: per node)
-        for k in range(k0, k1):
-            if live_actor[k] != player:
-                continue
-            h = up[k]
-            if has_chance:
-                chance = level_chance if chance_constant else live_chance[h]
-            else:
-                chance = one
-            if num_players == 2:
-                counterfactual = reach[h, other]
-                if has_chance:
-                    counterfactual = counterfactual * chance
-            else:
-                before = one
-                for q in range(player):
-                    before = before * reach[h, q]
-                after = one
-                for q in range(player + 1, num_players):
-                    after = after * reach[h, q]
-                if has_chance:
-                    after = after * chance
-                counterfactual = before * after
-            regret = (value[k] - value[h]) * counterfactual
-            s = live_slot[k] - slot_start
-            if has_instant:
-                instant[s] += regret
-            regrets[s] += regret
-            own_sums[s] += reach[h, player]
-            if track:
-                i = slot_infoset[s]
-                if not marked[i]:
-                    marked[i] = True
-                    touched[n_touched] = i
-                    n_touched += 1
+        for r in range(n_levels - 1, -1, -1):
+            k0 = segment_start[j, r]
+            k1 = segment_start[j, r + 1]
+            if k0 < k1:
+                n_touched = _level_values(
+                    k0, k1, split + 1 + r, up, weight, live_slot, live_actor, live_chance,
+                    value, reach, chance_level, has_chance, player, slot_start, regrets,
+                    own_sums, instant, has_instant, slot_infoset, marked, touched,
+                    n_touched, track, zero, one)
+    for d in range(split, 0, -1):
+        k0 = top_start[d]
+        k1 = top_start[d + 1]
+        if k0 < k1:
+            n_touched = _level_values(
+                k0, k1, d, up, weight, live_slot, live_actor, live_chance, value, reach,
+                chance_level, has_chance, player, slot_start, regrets, own_sums, instant,
+                has_instant, slot_infoset, marked, touched, n_touched, track, zero, one)
     return n_touched
 
 
@@ -227,14 +370,14 @@ def _values_and_regrets(up: np.ndarray, weight: np.ndarray, live_slot: np.ndarra
 def _sparse_finish(touched: np.ndarray, n_touched: int, marked: np.ndarray,
                    infoset_start: np.ndarray, regrets: np.ndarray, own_sums: np.ndarray,
                    average: np.ndarray, strategy: np.ndarray, uniform: np.ndarray,
-                   floor: bool, tolerance: float,
-                   zero: float) -> bool:  # pragma: no cover - compiled
+                   floor: bool, tolerance: float, zero: float, slot_start: int,
+                   revived: np.ndarray) -> int:  # pragma: no cover - compiled
     """Vanilla CFR (and CFR+ with a constant average weight) on the touched infosets only:
-    the floor, ``average + own x strategy`` (then the own sums back to zero), and
-    regret matching (:func:`tensorcfr.core.regret.regret_matching_into`'s arithmetic).
-    Returns True when some action's probability went from zero to positive (histories
-    below it may come to life: the live list must be rebuilt)."""
-    grew = False
+    the floor, ``average + own x strategy`` (then the own sums back to zero), and regret
+    matching (:func:`tensorcfr.core.regret.regret_matching_into`'s arithmetic).  The
+    actions whose probability went from zero to positive are listed in ``revived``
+    (global slots); returns how many, or -1 when they do not fit."""
+    n_revived = 0
     for j in range(n_touched):
         i = touched[j]
         marked[i] = False
@@ -252,55 +395,39 @@ def _sparse_finish(touched: np.ndarray, n_touched: int, marked: np.ndarray,
             abs_total = abs_total + abs(regrets[s])
         threshold = abs_total * tolerance
         total = zero
-        had_zero = False  # (some action had probability zero)
-        revived = False  # (... and now a positive regret)
         for s in range(a0, a1):
             value = regrets[s]
-            positive = value if value > threshold else zero
-            if strategy[s] == zero:
-                had_zero = True
-                if positive != zero:
-                    revived = True
-            strategy[s] = positive
-            total = total + positive
-        if total > zero:
-            grew = grew or revived
-            for s in range(a0, a1):
-                strategy[s] = strategy[s] / total
-        else:
-            grew = grew or had_zero  # (uniform: every action positive)
-            for s in range(a0, a1):
-                strategy[s] = uniform[s]
-    return grew
+            total = total + (value if value > threshold else zero)
+        for s in range(a0, a1):
+            if total > zero:
+                value = regrets[s]
+                new = (value if value > threshold else zero) / total
+            else:
+                new = uniform[s]
+            if strategy[s] == zero and new != zero and n_revived >= 0:
+                if n_revived < revived.shape[0]:
+                    revived[n_revived] = slot_start + s
+                    n_revived += 1
+                else:
+                    n_revived = -1
+            strategy[s] = new
+    return n_revived
 
 
 @_njit
-def _refresh_reach(strategy: np.ndarray, live_start: np.ndarray, up: np.ndarray,
-                   weight: np.ndarray, live_slot: np.ndarray, live_actor: np.ndarray,
-                   reach: np.ndarray, player: int,
-                   zero: float) -> int:  # pragma: no cover - compiled
-    """After ``player``'s strategy changed without any action going from zero to
-    positive, so that no history comes to life: ``player``'s reach (and its edges'
-    weights) down the live list as it stands, the same products as :func:`_forward`.
-    Returns how many listed histories nobody reaches any more (they stay listed: their
-    terms are products with zero)."""
-    num_players = reach.shape[1]
-    dead = 0
-    for n in range(1, live_start[live_start.shape[0] - 1]):
-        k = up[n]
-        if live_actor[n] == player:
-            w = strategy[live_slot[n]]
-            weight[n] = w
-            reach[n, player] = reach[k, player] * w
-        else:
-            reach[n, player] = reach[k, player]
-        alive = False
-        for p in range(num_players):
-            if reach[n, p] != zero:
-                alive = True
-        if not alive:
-            dead += 1
-    return dead
+def _mark_segments(revived: np.ndarray, n_revived: int, slot_level: np.ndarray, split: int,
+                   segment_ptr: np.ndarray, segment_list: np.ndarray,
+                   relist: np.ndarray) -> bool:  # pragma: no cover - compiled
+    """Flag in ``relist`` the segments holding a history of each revived slot; False
+    (nothing flagged) when one lies at or above the split level."""
+    for j in range(n_revived):
+        if slot_level[revived[j]] <= split:
+            relist[:] = False
+            return False
+        g = revived[j]
+        for t in range(segment_ptr[g], segment_ptr[g + 1]):
+            relist[segment_list[t]] = True
+    return True
 
 
 def _first_child(parent: np.ndarray, n_nodes: int) -> np.ndarray:
@@ -340,7 +467,7 @@ class PrunedPasses:
                                     for level in solver.tree.levels])
         self.first_child = _first_child(layout.parent, n_nodes)
         dtype = layout.values.dtype
-        # The live list's compact rows (position n: node live[n], parent position up[n]).
+        # The compact rows (position n: node live[n], its parent's position up[n]).
         self.live = np.zeros(n_nodes, dtype=np.int32)
         self.up = np.zeros(n_nodes, dtype=np.int32)
         self.weight = np.zeros(n_nodes, dtype=dtype)
@@ -350,7 +477,7 @@ class PrunedPasses:
                                     dtype=dtype)
         self.reach = np.ones((n_nodes, n_players), dtype=dtype)  # (node-major)
         self.values = np.zeros((n_players, n_nodes), dtype=dtype)
-        self.live_start = np.zeros(len(layout.level_start), dtype=np.int64)
+        self._segments(layout, flat.num_slots)
         self.zero = dtype.type(0.0)
         self.one = dtype.type(1.0)
         self.tolerance = dtype.type(regret_tolerance(solver.dtype))
@@ -370,8 +497,6 @@ class PrunedPasses:
         self.sparse = (variant.name in ("cfr", "cfr+") and not variant.predictive
                        and variant.average_exponent() == 0.0)
         self.floor = variant.floors_regrets
-        self.dead = 0  # listed histories nobody reaches (a rebuild drops them)
-        self.rebuilds = 0  # live-list rebuilds by :meth:`update_player`
         self.slot_infoset = []
         self.marked = []
         self.touched = []
@@ -383,19 +508,75 @@ class PrunedPasses:
             self.marked.append(np.zeros(n_infosets if self.sparse else 0, dtype=np.bool_))
             self.touched.append(np.zeros(n_infosets if self.sparse else 0, dtype=np.int32))
 
+    def _segments(self, layout: FusedLayout, num_slots: int) -> None:
+        """The split level, each segment's region of the compact rows, and for each slot
+        its level and the segments its histories lie in (see the module docstring)."""
+        starts = np.asarray(layout.level_start, dtype=np.int64)
+        parent = layout.parent
+        depth = len(starts) - 1
+        sizes = np.diff(starts)
+        split = next((d for d in range(1, depth - 1) if sizes[d] >= SEGMENT_LEVEL_NODES),
+                     max(depth - 1, 0))
+        self.split = split
+        self.level_start = starts
+        n_segments = int(sizes[split])
+        # Subtree sizes of the split level's nodes, bottom-up.
+        subtree = np.ones(starts[-1], dtype=np.int64)
+        for d in range(depth - 1, split, -1):
+            a, b = starts[d], starts[d + 1]
+            subtree[starts[d - 1]:a] += np.bincount(
+                parent[a:b] - starts[d - 1], weights=subtree[a:b],
+                minlength=a - starts[d - 1]).astype(np.int64)
+        below = subtree[starts[split]:starts[split + 1]] - 1
+        self.segment_offset = np.empty(n_segments + 1, dtype=np.int64)
+        self.segment_offset[0] = starts[split + 1]
+        np.cumsum(below, out=self.segment_offset[1:])
+        self.segment_offset[1:] += starts[split + 1]
+        del subtree, below
+        self.segment_start = np.zeros((n_segments, depth - split), dtype=np.int64)
+        self.root_position = np.full(n_segments, -1, dtype=np.int64)
+        self.segment_dead = np.zeros(n_segments, dtype=np.int64)
+        self.relist = np.zeros(n_segments, dtype=np.bool_)
+        self.top_start = np.zeros(split + 2, dtype=np.int64)
+        # Each slot's level and segments (pairs from the nodes below the split level).
+        node_level = np.repeat(np.arange(depth, dtype=np.int16), sizes)
+        self.slot_level = np.full(num_slots, -1, dtype=np.int16)
+        with_slot = layout.slot >= 0
+        self.slot_level[layout.slot[with_slot]] = node_level[with_slot]
+        del node_level
+        segment = np.full(starts[-1], -1, dtype=np.int64)
+        segment[starts[split]:starts[split + 1]] = np.arange(n_segments)
+        for d in range(split + 1, depth):
+            segment[starts[d]:starts[d + 1]] = segment[parent[starts[d]:starts[d + 1]]]
+        pairs = np.unique(layout.slot[starts[split + 1]:].astype(np.int64) * n_segments
+                          + segment[starts[split + 1]:])
+        pairs = pairs[pairs >= 0]
+        del segment
+        self.segment_ptr = np.zeros(num_slots + 1, dtype=np.int64)
+        np.cumsum(np.bincount(pairs // n_segments, minlength=num_slots),
+                  out=self.segment_ptr[1:])
+        self.segment_list = (pairs % n_segments).astype(np.int32)
+        self.revived = np.zeros(REVIVED_CAPACITY, dtype=np.int32)
+        self.dead = 0  # listed histories nobody reaches (a rebuild drops them)
+        self.rebuilds = 0  # full rebuilds of the live list by :meth:`update_player`
+        self.relists = 0  # partial ones (revived actions below the split level)
+
     @property
     def live_nodes(self) -> int:
-        """How many histories the last top-down pass found live (some player reaches)."""
-        return int(self.live_start[-1])
+        """How many histories the live list holds (the live ones, and the dead ones a
+        rebuild has not dropped yet)."""
+        listed = self.segment_start[:, -1] - self.segment_offset[:-1]
+        return int(self.top_start[self.split + 1] + listed[self.root_position >= 0].sum())
 
     def _values_and_regrets(self, player: int, track: bool) -> int:
         instant = self.instant[player]
         return _values_and_regrets(
-            self.up, self.weight, self.live_slot, self.live_actor, self.live_chance,
-            self.values, self.reach, self.chance_level, self.has_chance, self.live_start,
-            player, self.slot_start[player], self.regrets[player], self.own_sums[player],
-            instant, instant.shape[0] > 0, self.slot_infoset[player], self.marked[player],
-            self.touched[player], track, self.zero, self.one)
+            self.split, self.top_start, self.segment_start, self.root_position, self.up,
+            self.weight, self.live_slot, self.live_actor, self.live_chance, self.values,
+            self.reach, self.chance_level, self.has_chance, player, self.slot_start[player],
+            self.regrets[player], self.own_sums[player], instant, instant.shape[0] > 0,
+            self.slot_infoset[player], self.marked[player], self.touched[player], track,
+            self.zero, self.one)
 
     def values_and_regrets(self, player: int) -> None:
         """``player``'s values, regrets (added into its cumulative regrets) and own reach
@@ -409,25 +590,35 @@ class PrunedPasses:
 
     def update_player(self, player: int) -> bool:
         """The whole update of ``player`` (values and regrets, floor, average, regret
-        matching, reach) with the per-slot steps on the touched infosets only; False
-        (nothing done) where the variant needs the solver's whole-slot steps."""
+        matching, reach) with the per-slot steps on the touched infosets only, and the
+        live list kept where no action came to life (relisted below those that did);
+        False (nothing done) where the variant needs the solver's whole-slot steps."""
         if not self.sparse:
             return False
-        grew = False
+        n_revived = 0
         if self.regrets[player].shape[0]:
             n_touched = self._values_and_regrets(player, True)
-            grew = _sparse_finish(self.touched[player], n_touched, self.marked[player],
-                                  self.infoset_start[player], self.regrets[player],
-                                  self.own_sums[player], self.average[player],
-                                  self.strategy[player], self.uniform[player], self.floor,
-                                  self.tolerance, self.zero)
-        if grew or 4 * self.dead > self.live_nodes:
+            n_revived = _sparse_finish(
+                self.touched[player], n_touched, self.marked[player],
+                self.infoset_start[player], self.regrets[player], self.own_sums[player],
+                self.average[player], self.strategy[player], self.uniform[player],
+                self.floor, self.tolerance, self.zero, self.slot_start[player],
+                self.revived)
+        if DEAD_SHARE * self.dead > self.live_nodes or n_revived < 0 or (
+                n_revived > 0 and not _mark_segments(
+                    self.revived, n_revived, self.slot_level, self.split,
+                    self.segment_ptr, self.segment_list, self.relist)):
             self.refresh_player(player)
             self.rebuilds += 1
-        else:
-            self.dead = _refresh_reach(self.strategy_all, self.live_start, self.up,
-                                       self.weight, self.live_slot, self.live_actor,
-                                       self.reach, player, self.zero)
+            return True
+        self.relists += int(n_revived > 0)
+        self.dead = _refresh(
+            player, self.relist, self.split, self.top_start, self.segment_offset,
+            self.segment_start, self.root_position, self.segment_dead, self.slot,
+            self.kind, self.first_child, self.chance_prob, self.chance_reach,
+            self.utilities, self.strategy_all, self.live, self.up, self.weight,
+            self.live_slot, self.live_actor, self.live_chance, self.reach, self.values,
+            self.zero)
         return True
 
     def regret_matching(self, player: int, regrets: np.ndarray) -> None:
@@ -438,13 +629,16 @@ class PrunedPasses:
                          self.tolerance, self.zero, self.strategy[player])
 
     def refresh_player(self, player: int) -> None:
-        """After ``player``'s strategy changed: every player's reach at the live nodes'
-        children and the live list (which the change may grow or shrink)."""
+        """After ``player``'s strategy changed: the whole live list again (every player's
+        reach and the compact rows)."""
         self.dead = 0
-        _forward(self.slot, self.kind, self.first_child, self.chance_prob,
-                 self.chance_reach, self.utilities, self.strategy_all, self.live,
-                 self.live_start, self.up, self.weight, self.live_slot, self.live_actor,
-                 self.live_chance, self.reach, self.values, self.zero)
+        self.segment_dead[:] = 0
+        self.relist[:] = False
+        _rebuild(self.split, self.level_start, self.top_start, self.segment_offset,
+                 self.segment_start, self.root_position, self.slot, self.kind,
+                 self.first_child, self.chance_prob, self.chance_reach, self.utilities,
+                 self.strategy_all, self.live, self.up, self.weight, self.live_slot,
+                 self.live_actor, self.live_chance, self.reach, self.values, self.zero)
 
     def refresh_all(self) -> None:
         """Every reach and the live list from the current strategy (a new solver, a

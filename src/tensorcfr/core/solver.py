@@ -224,6 +224,12 @@ class TensorCFRSolver:
     through the compiled loops of :mod:`tensorcfr.core.numba_passes` (bitwise the torch
     path's results); None keeps the torch passes."""
 
+    compiled_passes: str = "pruned"
+    """Which compiled CPU passes run (:class:`tensorcfr.core.numba_passes.NumbaPasses`):
+    ``"pruned"`` (skip the histories no player reaches, where the fused layout applies),
+    ``"fused"`` (every history) or ``"level"`` (per-level loops); the benchmarks and tests
+    compare them."""
+
     static_iterations: bool = False
     """Run the graph-ready iteration (static shapes, the iteration's numbers in device
     tensors) eagerly on any device, as ``cuda_graph=True`` captures it; the CPU checks of
@@ -312,7 +318,9 @@ class TensorCFRSolver:
             from tensorcfr.core import numba_passes
 
             if numba_passes.AVAILABLE:
-                self._numba_passes = numba_passes.NumbaPasses(self)
+                self._numba_passes = numba_passes.NumbaPasses(
+                    self, fused=self.compiled_passes != "level",
+                    pruned=self.compiled_passes == "pruned")
                 if self._numba_passes.kind != "level":
                     self._release_node_buffers()  # (before numba loads its compiled code)
         self._refresh_all()
