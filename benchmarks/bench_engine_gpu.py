@@ -11,6 +11,9 @@ Per game, in one process, vanilla CFR with alternating updates in float64:
 * ``gpu_graph_levels``: the same graph over the torch passes level by level
   (``fused_static_passes = False``: the first graph path, 2.3-2.7x the kernels);
 * ``gpu_static_eager``: the static passes run eagerly on CUDA (no graph: their launches);
+* ``gpu_graph_streams``: the graph with each player's forward pass on a side stream, beside
+  the next player's backward pass (``static_streams = True``; its state is checked against
+  the eager GPU solver's as the graph's is);
 * ``cpp``: ``pyspiel.CFRSolver`` on one thread (skipped above ``--cpp-max-nodes``).
 
 Operators per graph-ready iteration (``kernels``) are counted on the CPU with a
@@ -64,6 +67,10 @@ class _LevelStaticSolver(_StaticSolver):
 
 class _LevelGraphSolver(TensorCFRSolver):
     fused_static_passes = False
+
+
+class _StreamsGraphSolver(TensorCFRSolver):
+    static_streams = True  # forward passes on a side stream (graph branches)
 
 
 class _OperatorCounter(TorchDispatchMode):
@@ -178,17 +185,24 @@ def bench_game(game: str, args: argparse.Namespace) -> dict:
                                                          threads=1), _cuda_sync)
         solvers["gpu_static_eager"] = (_StaticSolver(tree, device="cuda", threads=1),
                                        _cuda_sync)
+        solvers["gpu_graph_streams"] = (_StreamsGraphSolver(tree, device="cuda",
+                                                            cuda_graph=True, threads=1),
+                                        _cuda_sync)
         entry["cuda_kernels"] = {
             "static": count_cuda_kernels(_iterated(_StaticSolver(tree, device="cuda"), 2)),
             "static_levels": count_cuda_kernels(
                 _iterated(_LevelStaticSolver(tree, device="cuda"), 2))}
     entry["cpu_uses_numba"] = solvers["cpu"][0].uses_numba
-    for solver, sync in solvers.values():  # warm-up; a graph is captured at iteration 2
-        solver.iterate(3)
-        sync()
     for name, (solver, sync) in solvers.items():
-        entry["ms"][name] = _time(solver.evaluate_and_update_policy, sync,
-                                  args.min_rep_seconds, args.reps)
+        try:  # warm-up (a graph is captured at iteration 2), then the timing
+            solver.iterate(3)
+            sync()
+            entry["ms"][name] = _time(solver.evaluate_and_update_policy, sync,
+                                      args.min_rep_seconds, args.reps)
+        except Exception as error:  # noqa: BLE001 - keep the other figures
+            if name != "gpu_graph_streams":
+                raise
+            entry.setdefault("errors", {})[name] = repr(error)[:400]
     if tree.num_nodes <= args.cpp_max_nodes:
         cpp = pyspiel.CFRSolver(pyspiel.load_game(game))
         cpp.evaluate_and_update_policy()
@@ -216,8 +230,15 @@ def _check(tree: Any, args: argparse.Namespace) -> dict[str, float | bool]:
                                                ("gpu_graph", "cuda", True))}
         fresh["gpu_graph_levels"] = _LevelGraphSolver(tree, device="cuda", cuda_graph=True,
                                                       threads=1)
-    for solver in fresh.values():
-        solver.iterate(args.check_iterations)
+        fresh["gpu_graph_streams"] = _StreamsGraphSolver(tree, device="cuda", cuda_graph=True,
+                                                         threads=1)
+    for name, solver in list(fresh.items()):
+        try:
+            solver.iterate(args.check_iterations)
+        except Exception:  # noqa: BLE001 - the side-stream variant is optional
+            if name != "gpu_graph_streams":
+                raise
+            del fresh[name]
     states = _states(fresh)
     if args.cpu_only:
         return {"static_equals_cpu_bitwise": all(
@@ -226,7 +247,10 @@ def _check(tree: Any, args: argparse.Namespace) -> dict[str, float | bool]:
     return {"graph_vs_gpu_max_abs_diff": _max_abs_diff(states["gpu_graph"], states["gpu"]),
             "graph_vs_cpu_max_abs_diff": _max_abs_diff(states["gpu_graph"], states["cpu"]),
             "graph_levels_vs_gpu_max_abs_diff": _max_abs_diff(states["gpu_graph_levels"],
-                                                              states["gpu"])}
+                                                              states["gpu"]),
+            "graph_streams_vs_gpu_max_abs_diff": (
+                _max_abs_diff(states["gpu_graph_streams"], states["gpu"])
+                if "gpu_graph_streams" in states else float("nan"))}
 
 
 def _ms(m: dict[str, float], key: str) -> str:
@@ -247,9 +271,10 @@ def render(results: list[dict], cpu_only: bool) -> str:
                 f"{r['check']['static_equals_cpu_bitwise']} |")
         return "\n".join(lines) + "\n"
     lines = ["| game | nodes | kernels (levels) | CPU 1 thread ms | GPU ms | GPU static eager ms "
-             "| GPU graph levels ms | GPU graph ms | OpenSpiel C++ ms | graph vs levels graph "
-             "| graph vs CPU | graph x C++ | graph - eager max abs diff |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "| GPU graph levels ms | GPU graph ms | GPU graph streams ms | OpenSpiel C++ ms "
+             "| graph vs levels graph | graph vs CPU | graph x C++ | graph - eager max abs diff "
+             "| streams - eager |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in results:
         m, k = r["median_ms"], r["kernels"]
         cpp, graphed = m.get("cpp"), m["gpu_graph"]
@@ -257,10 +282,12 @@ def render(results: list[dict], cpu_only: bool) -> str:
             f"| {r['game']} | {r['nodes']:,} | {k['static']['total']} "
             f"({k['static_levels']['total']}) | {m['cpu']:.3f} | {m['gpu']:.3f} | "
             f"{m['gpu_static_eager']:.3f} | {m['gpu_graph_levels']:.3f} | "
-            f"**{graphed:.3f}** | {'—' if cpp is None else f'{cpp:.1f}'} | "
+            f"**{graphed:.3f}** | {_ms(m, 'gpu_graph_streams')} | "
+            f"{'—' if cpp is None else f'{cpp:.1f}'} | "
             f"{m['gpu_graph_levels'] / graphed:.2f}x | {m['cpu'] / graphed:.1f}x | "
             f"{'—' if cpp is None else f'{cpp / graphed:.0f}x'} | "
-            f"{r['check']['graph_vs_gpu_max_abs_diff']:.1e} |")
+            f"{r['check']['graph_vs_gpu_max_abs_diff']:.1e} | "
+            f"{r['check'].get('graph_streams_vs_gpu_max_abs_diff', float('nan')):.1e} |")
     return "\n".join(lines) + "\n"
 
 

@@ -64,6 +64,24 @@ def test_cuda_graph_fused_passes_equal_the_level_by_level_graph() -> None:
                                    atol=1e-12, msg=name)
 
 
+class _StreamsGraphSolver(TensorCFRSolver):
+    static_streams = True
+
+
+@pytest.mark.parametrize("game", ["leduc_poker", "kuhn_poker(players=3)"])
+def test_cuda_graph_with_a_side_stream_gives_the_eager_regrets(game: str) -> None:
+    # each player's forward pass on a second stream, beside the next backward pass
+    tree = flatten_game(game)
+    graphed = _StreamsGraphSolver(tree, algo="dcfr", device="cuda", cuda_graph=True)
+    eager = TensorCFRSolver(tree, algo="dcfr", device="cuda")
+    assert graphed._static_passes.side_stream is not None
+    graphed.iterate(12)
+    eager.iterate(12)
+    for name, tensor in graphed.state_tensors().items():
+        torch.testing.assert_close(tensor, eager.state_tensors()[name], rtol=1e-9,
+                                   atol=1e-12, msg=name)
+
+
 def test_cuda_graph_resume_and_checkpoint_state() -> None:
     tree = flatten_game("leduc_poker")
     straight = TensorCFRSolver(tree, algo="cfr+", device="cuda", cuda_graph=True)

@@ -242,6 +242,12 @@ class TensorCFRSolver:
     torch passes level by level (the first CUDA-graph path, kept for comparisons:
     benchmarks/bench_engine_gpu.py)."""
 
+    static_streams: bool = False
+    """With the static passes on CUDA and alternating updates: run each player's forward
+    pass on a second stream, beside the next player's backward pass (parallel branches of
+    the CUDA graph; the same operations on the same values).  Off until measured on a GPU
+    (benchmarks/bench_engine_gpu.py, ``gpu_graph_streams``)."""
+
     def __init__(self, game: LevelTree, algo: str | CFRVariant = "cfr",
                  alternating: bool = True, alpha: float | None = None,
                  beta: float | None = None, gamma: float | None = None,
