@@ -390,32 +390,40 @@ class StaticPasses:
     def iteration(self) -> None:
         """One iteration (every player): no host synchronisation, static shapes."""
         if self.alternating:
-            side = self.side_stream
-            main = None if side is None else torch.cuda.current_stream(side.device)
-            forking = False
-            for p, unit in enumerate(self.units):
-                if unit is None:
-                    continue  # a player without decisions: nothing of the state changes
-                start = self.reset_start[p]
-                self.values[0, start:].copy_(self.template[p, start:])
-                level_graph.backward_pass(self.backward[p])
-                if forking:  # the last player's reach row, before the update reads it
-                    main.wait_stream(side)  # type: ignore[union-attr]
-                self._update(unit)
-                self._set_edges(self.player_strategy[p], self.strategy_slot[p], self.child[p])
-                if side is None:
-                    self._refresh(p)
-                    continue
-                # The reach row is read only by the next update: its forward pass runs on
-                # the side stream beside the next player's values reset and backward pass
-                # (branches of the CUDA graph), which read the edges, not the reach.
-                side.wait_stream(main)  # type: ignore[arg-type]
-                with torch.cuda.stream(side):
-                    self._refresh(p)
-                forking = True
-            if forking:
+            self._alternating_iteration()
+        else:
+            self._simultaneous_iteration()
+
+    def _alternating_iteration(self) -> None:
+        """Player by player: values, regret update and regret matching, edges and reach."""
+        side = self.side_stream
+        main = None if side is None else torch.cuda.current_stream(side.device)
+        forking = False
+        for p, unit in enumerate(self.units):
+            if unit is None:
+                continue  # a player without decisions: nothing of the state changes
+            start = self.reset_start[p]
+            self.values[0, start:].copy_(self.template[p, start:])
+            level_graph.backward_pass(self.backward[p])
+            if forking:  # the last player's reach row, before the update reads it
                 main.wait_stream(side)  # type: ignore[union-attr]
-            return
+            self._update(unit)
+            self._set_edges(self.player_strategy[p], self.strategy_slot[p], self.child[p])
+            if side is None:
+                self._refresh(p)
+                continue
+            # The reach row is read only by the next update: its forward pass runs on
+            # the side stream beside the next player's values reset and backward pass
+            # (branches of the CUDA graph), which read the edges, not the reach.
+            side.wait_stream(main)  # type: ignore[arg-type]
+            with torch.cuda.stream(side):
+                self._refresh(p)
+            forking = True
+        if forking:
+            main.wait_stream(side)  # type: ignore[union-attr]
+
+    def _simultaneous_iteration(self) -> None:
+        """Every player's values at once, one regret update for all, then the reach rows."""
         start = min(self.reset_start, default=0)
         self.values[:, start:].copy_(self.template[:, start:])
         level_graph.backward_pass(self.backward)
