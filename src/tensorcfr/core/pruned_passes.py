@@ -115,6 +115,9 @@ def _expand(k0: int, k1: int, count: int, starts: np.ndarray, n_levels: int,
             if num_players == 2:
                 r0 = reach[k, 0]
                 r1 = reach[k, 1]
+                # Below chance every child is live (the players' reaches do not change);
+                # below a player whose opponent reaches the node, every child too.
+                every = q < 0 or (r1 != zero if q == 0 else r0 != zero)
                 for c in range(c0, c1):
                     a = r0
                     b = r1
@@ -126,7 +129,7 @@ def _expand(k0: int, k1: int, count: int, starts: np.ndarray, n_levels: int,
                             a = r0 * w
                         else:
                             b = r1 * w
-                    if a != zero or b != zero:
+                    if every or a != zero or b != zero:
                         live[count] = c
                         up[count] = k
                         weight[count] = w
@@ -242,25 +245,34 @@ def _refresh(player: int, relist: np.ndarray, split: int, top_start: np.ndarray,
              live_actor: np.ndarray, live_chance: np.ndarray, reach: np.ndarray,
              values: np.ndarray, zero: float) -> int:  # pragma: no cover - compiled
     """After ``player``'s strategy changed with no action revived at or above the split
-    level: the top list's numbers, then each segment's (listed again where ``relist[j]``,
-    which is cleared).  Returns how many listed histories nobody reaches."""
+    level: the top list's numbers, then each segment's; a segment with ``relist[j]`` (the
+    shallowest level of an action revived in it, reset to -1) keeps its levels above that
+    one (their numbers refreshed) and is listed again from there.  Returns how many listed
+    histories nobody reaches."""
     dead = _refresh_range(1, top_start[split + 1], strategy, up, weight, live_slot,
                           live_actor, reach, player, zero)
     n_levels = segment_start.shape[1] - 1
     for j in range(root_position.shape[0]):
         k = root_position[j]
-        if relist[j]:
-            relist[j] = False
-            segment_dead[j] = 0
-            if k >= 0:
-                _expand(k, k + 1, segment_offset[j], segment_start[j], n_levels, slot,
-                        kind, first_child, chance_prob, chance_reach, utilities,
-                        strategy, live, up, weight, live_slot, live_actor, live_chance,
-                        reach, values, zero)
-        elif k >= 0:
+        if k < 0:
+            relist[j] = -1
+            continue
+        first = relist[j] - split - 1  # (the first relative level listed again)
+        if first < 0:
             segment_dead[j] = _refresh_range(segment_offset[j], segment_start[j, n_levels],
                                              strategy, up, weight, live_slot, live_actor,
                                              reach, player, zero)
+        else:
+            relist[j] = -1
+            segment_dead[j] = _refresh_range(segment_offset[j], segment_start[j, first],
+                                             strategy, up, weight, live_slot, live_actor,
+                                             reach, player, zero)
+            k0 = k if first == 0 else segment_start[j, first - 1]
+            k1 = k + 1 if first == 0 else segment_start[j, first]
+            _expand(k0, k1, segment_start[j, first], segment_start[j, first:],
+                    n_levels - first, slot, kind, first_child, chance_prob, chance_reach,
+                    utilities, strategy, live, up, weight, live_slot, live_actor,
+                    live_chance, reach, values, zero)
         dead += segment_dead[j]
     return dead
 
@@ -418,15 +430,19 @@ def _sparse_finish(touched: np.ndarray, n_touched: int, marked: np.ndarray,
 def _mark_segments(revived: np.ndarray, n_revived: int, slot_level: np.ndarray, split: int,
                    segment_ptr: np.ndarray, segment_list: np.ndarray,
                    relist: np.ndarray) -> bool:  # pragma: no cover - compiled
-    """Flag in ``relist`` the segments holding a history of each revived slot; False
-    (nothing flagged) when one lies at or above the split level."""
+    """Set ``relist[j]`` to the shallowest level of a revived slot with histories in
+    segment ``j``; False (nothing set) when one lies at or above the split level."""
     for j in range(n_revived):
         if slot_level[revived[j]] <= split:
-            relist[:] = False
+            relist[:] = -1
             return False
+    for j in range(n_revived):
         g = revived[j]
+        level = slot_level[g]
         for t in range(segment_ptr[g], segment_ptr[g + 1]):
-            relist[segment_list[t]] = True
+            segment = segment_list[t]
+            if relist[segment] < 0 or level < relist[segment]:
+                relist[segment] = level
     return True
 
 
@@ -536,7 +552,7 @@ class PrunedPasses:
         self.segment_start = np.zeros((n_segments, depth - split), dtype=np.int64)
         self.root_position = np.full(n_segments, -1, dtype=np.int64)
         self.segment_dead = np.zeros(n_segments, dtype=np.int64)
-        self.relist = np.zeros(n_segments, dtype=np.bool_)
+        self.relist = np.full(n_segments, -1, dtype=np.int64)  # (shallowest revived level)
         self.top_start = np.zeros(split + 2, dtype=np.int64)
         # Each slot's level and segments (pairs from the nodes below the split level).
         node_level = np.repeat(np.arange(depth, dtype=np.int16), sizes)
@@ -633,7 +649,7 @@ class PrunedPasses:
         reach and the compact rows)."""
         self.dead = 0
         self.segment_dead[:] = 0
-        self.relist[:] = False
+        self.relist[:] = -1
         _rebuild(self.split, self.level_start, self.top_start, self.segment_offset,
                  self.segment_start, self.root_position, self.slot, self.kind,
                  self.first_child, self.chance_prob, self.chance_reach, self.utilities,
