@@ -5,9 +5,12 @@ the timed repetitions go round-robin over the workers in a rotating order, so th
 a shared machine hits every solver alike: compare the ratios of one run.  Solvers:
 
 * ``new``: ``TensorCFRSolver(game)`` of this checkout (CPU, trees from 100k nodes: the
-  compiled passes, the fused ones of ``tensorcfr.core.fused_passes`` where they apply);
-* ``new_level``: the same with the level passes (``NumbaPasses(solver, fused=False)``:
-  the compiled passes before the fused ones);
+  compiled passes, the pruned ones of ``tensorcfr.core.pruned_passes`` where they apply:
+  the histories no player reaches skipped, as OpenSpiel's own CFR skips them);
+* ``new_fused``: the same with ``compiled_passes = "fused"`` (every history, one flat
+  layout: the default before the pruned passes);
+* ``new_level``: the same with ``compiled_passes = "level"`` (the per-level loops: the
+  compiled passes before the fused ones);
 * ``new_torch``: the same with ``numba_min_nodes = None`` (the torch passes);
 * ``numba_runtime``: memory only: the compiled passes forced on ``kuhn_poker`` (a few
   dozen nodes), so its growth above the baseline is numba's own (the import, LLVM, the
@@ -17,7 +20,10 @@ a shared machine hits every solver alike: compare the ratios of one run.  Solver
   ``git worktree add --detach /tmp/engine_old <commit>``'s ``src``);
 * ``cpp``: OpenSpiel's C++ ``pyspiel.CFRSolver``.
 
-Every solver runs vanilla CFR with alternating updates (float64 for ours).  Per worker:
+Every solver runs vanilla CFR with alternating updates (float64 for ours), first
+``--warmup`` iterations (30) untimed: OpenSpiel's solver and the pruned passes both skip
+more histories once the strategies have settled (OpenSpiel's first iteration on
+tic_tac_toe takes about 4x its 30th), so every solver is timed past that.  Per worker:
 set-up seconds, ms per iteration (wall and process CPU, medians over repetitions; the
 paired ratio to ``cpp`` is the median of the per-repetition ratios) and memory: the RSS
 after importing the libraries and loading the game (the *baseline*), the peak RSS
@@ -48,7 +54,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 _WORKER = r"""
 import json, os, sys, time
-solver_name, game_string = sys.argv[1], sys.argv[2]
+solver_name, game_string = sys.argv[1], sys.argv[2]  # (argv[3]: warm-up iterations)
 
 def memory():
     fields = {}
@@ -78,6 +84,9 @@ else:
     if solver_name == "numba_runtime":
         cls = type("Compiled", (TensorCFRSolver,),
                    {"numba_min_nodes": 0, "numpy_fast_path_max_nodes": -1})
+    if solver_name in ("new_fused", "new_level"):
+        cls = type("Compiled", (TensorCFRSolver,),
+                   {"compiled_passes": solver_name.split("_")[1]})
     solver = cls(game, algo="cfr", dtype="float64")
     if solver_name == "numba_runtime":  # load the level passes' compiled code too
         from tensorcfr.core.numba_passes import LevelPasses
@@ -86,10 +95,6 @@ else:
         level.regret_matching(0, solver._regret_views[0].numpy())
         level.refresh_player(0)
         solver._refresh_all()
-    if solver_name == "new_level":
-        from tensorcfr.core.numba_passes import NumbaPasses
-        solver._numba_passes = NumbaPasses(solver, fused=False)
-        solver._refresh_all()
 setup = time.perf_counter() - started
 info = {}
 for name in ("uses_numba", "uses_numpy_fast_path"):
@@ -97,8 +102,8 @@ for name in ("uses_numba", "uses_numpy_fast_path"):
         info[name] = bool(getattr(solver, name))
 if getattr(solver, "_numba_passes", None) is not None:
     info["compiled_passes"] = solver._numba_passes.kind
-for _ in range(2):
-    solver.evaluate_and_update_policy()
+for _ in range(int(sys.argv[3])):  # (warm-up: OpenSpiel and the pruned passes skip
+    solver.evaluate_and_update_policy()  # more histories after the first iterations)
 print(json.dumps({"setup_s": setup, "baseline": baseline, "info": info}), flush=True)
 for line in sys.stdin:
     count = int(line)
@@ -116,11 +121,11 @@ for line in sys.stdin:
 class Worker:
     """One solver on one game in its own process (stdin: iteration counts, stdout: JSON)."""
 
-    def __init__(self, solver: str, game: str, src: Path) -> None:
+    def __init__(self, solver: str, game: str, src: Path, warmup: int) -> None:
         env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
                    PYTHONPATH=str(src))
         self.solver = solver
-        self.process = subprocess.Popen([sys.executable, "-c", _WORKER, solver, game],
+        self.process = subprocess.Popen([sys.executable, "-c", _WORKER, solver, game, str(warmup)],
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         text=True, env=env)
         self.ready = self._read()
@@ -146,11 +151,11 @@ class Worker:
 
 
 def bench_game(game: str, solvers: list[str], sources: dict[str, Path], reps: int,
-               min_rep_seconds: float) -> dict:
+               min_rep_seconds: float, warmup: int = 30) -> dict:
     """Round-robin repetitions of every solver on ``game``; medians, paired ratios, memory."""
     workers = {}
     for name in solvers:  # set-up one at a time (the walk is memory-hungry)
-        workers[name] = Worker(name, game, sources[name])
+        workers[name] = Worker(name, game, sources[name], warmup)
     counts = {}
     for name, worker in workers.items():  # iterations per repetition
         first = worker.run(1)
@@ -216,7 +221,8 @@ def _cpu_model() -> str:
 
 def render(report: dict) -> str:
     """The markdown table of a report."""
-    names = {"new": "new (fused compiled passes)", "new_level": "level compiled passes",
+    names = {"new": "new (pruned compiled passes)", "new_fused": "fused compiled passes",
+             "new_level": "level compiled passes",
              "new_torch": "torch passes", "old": "old", "cpp": "OpenSpiel C++",
              "numba_runtime": "numba runtime only (kuhn_poker)"}
     lines = ["| game | solver | set-up s | ms/iter | CPU ms/iter | x C++ (wall) | "
@@ -244,7 +250,10 @@ def render(report: dict) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--games", default="liars_dice,tic_tac_toe")
-    parser.add_argument("--solvers", default="new,new_level,new_torch,cpp,numba_runtime")
+    parser.add_argument("--solvers",
+                        default="new,new_fused,new_level,new_torch,cpp,numba_runtime")
+    parser.add_argument("--warmup", type=int, default=30,
+                        help="iterations every solver runs before the timed ones")
     parser.add_argument("--old-src", type=Path, default=None,
                         help="src folder of the code to compare with (solver 'old')")
     parser.add_argument("--reps", type=int, default=7)
@@ -265,11 +274,11 @@ def main() -> int:
         "old_git": (subprocess.run(["git", "rev-parse", "--short", "HEAD"],
                                    cwd=args.old_src, capture_output=True, text=True).stdout.strip()
                     if args.old_src else None),
-        "reps": args.reps, "games": []}
+        "reps": args.reps, "warmup": args.warmup, "games": []}
     started = time.perf_counter()
     for game in [g for g in args.games.split(",") if g]:
         report["games"].append(bench_game(game, solvers, sources, args.reps,
-                                          args.min_rep_seconds))
+                                          args.min_rep_seconds, args.warmup))
         print(render({"games": report["games"][-1:]}), flush=True)
     report["load_end"] = os.getloadavg()[0]
     report["run_s"] = time.perf_counter() - started

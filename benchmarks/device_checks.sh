@@ -9,6 +9,9 @@
 #
 #   OUT=gpu_out bash benchmarks/device_checks.sh [tests] [engine] [batch] [tournament] [kernels]
 #
+# engine_cpu (<= 4 minutes): bench_engine.py on the idle host's CPU, one thread per solver: the
+# pruned and fused compiled passes against OpenSpiel's C++ CFRSolver -> $OUT/engine_cpu.json.
+#
 # kernels (<= 3 minutes): the CUDA-graph tests, then bench_engine_gpu.py (the graph over the
 # static passes against the level-by-level graph, eager GPU, one CPU thread and OpenSpiel's
 # C++, operators and CUDA kernels per iteration) -> $OUT/engine_kernels.json.
@@ -47,6 +50,10 @@ for part in $parts; do
       timeout 130 python3 benchmarks/bench_engine_gpu.py --games tic_tac_toe,leduc_poker,liars_dice \
         --reps 4 --min-rep-seconds 0.2 --check-iterations 12 --out "$OUT/engine_kernels.json" \
         2>&1 | tee -a "$OUT/log.txt" ;;
+    engine_cpu)
+      timeout 240 python3 benchmarks/bench_engine.py --games liars_dice,tic_tac_toe \
+        --solvers new,new_fused,cpp --reps 5 --min-rep-seconds 0.3 --warmup 30 \
+        --out "$OUT/engine_cpu.json" 2>&1 | tee -a "$OUT/log.txt" ;;
     batch)
       if [ -f benchmarks/bench_pasur_batched.py ]; then
         timeout 240 python3 benchmarks/bench_pasur_batched.py --device cuda --out "$OUT/pasur_batched.json" \
