@@ -69,7 +69,7 @@ def pack_decision(obs: Observation, legal: Sequence[rules.Action], info: np.ndar
         plays[i, 1] = sum(map(bit, captured))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _pile_score(mask: int, surs: int) -> int:
     """:func:`rules.score_pile`'s total: card points, the clubs bonus, 5 a Sur."""
     points = 0
@@ -82,7 +82,7 @@ def _pile_score(mask: int, surs: int) -> int:
     return points + (_BONUS if clubs >= _FOR_BONUS else 0) + _SUR * surs
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _clubs(mask: int) -> int:
     count = 0
     for c in range(0, 52, 4):
@@ -90,7 +90,7 @@ def _clubs(mask: int) -> int:
     return count
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _threats(card: int, pool: int, unseen: int) -> int:
     """Unseen cards that could capture the laid ``card`` from ``pool`` (greedy's threats)."""
     count = 0
@@ -164,7 +164,8 @@ def decision_features(info: np.ndarray, plays: np.ndarray, rows: np.ndarray) -> 
     row[18] = info[I_LAST]
     row[19] = n
     for i in range(1, n):
-        rows[i, :59] = row[:59]
+        for k in range(59):  # a loop: a slice assignment here costs ~4 s of compilation
+            rows[i, k] = row[k]
     # ---- each play: greedy's facts (columns 59..68), then the card's own facts
     last_play = play_index == _LAST_PLAY
     sur_possible = play_index // _PER_ROUND < _LAST_ROUND
@@ -198,9 +199,16 @@ def decision_features(info: np.ndarray, plays: np.ndarray, rows: np.ndarray) -> 
                             clubs += 1
             if my_clubs < _FOR_BONUS <= my_clubs + clubs:
                 points += _BONUS
-            r[59], r[60], r[61], r[62] = points, clubs, aces, jacks
-            r[63], r[64] = (both >> _TEN_D) & 1, (both >> _TWO_C) & 1
-            r[65], r[66], r[67], r[68] = left, 0, 0, 0
+            r[59] = points
+            r[60] = clubs
+            r[61] = aces
+            r[62] = jacks
+            r[63] = (both >> _TEN_D) & 1
+            r[64] = (both >> _TWO_C) & 1
+            r[65] = left
+            r[66] = 0
+            r[67] = 0
+            r[68] = 0
         else:
             points = 0
             last = info[I_LAST]
@@ -217,9 +225,13 @@ def decision_features(info: np.ndarray, plays: np.ndarray, rows: np.ndarray) -> 
                 else:
                     points = -gain - (_BONUS if opp_clubs < _FOR_BONUS
                                       <= opp_clubs + rest_clubs else 0)
-            r[59], r[60], r[61], r[62], r[63], r[64] = points, 0, 0, 0, 0, 0
-            r[65], r[66] = pool_len + 1, _CARD_POINTS[card]
-            r[67], r[68] = 1 if card % 4 == 0 else 0, _threats(card, pool, unseen)
+            r[59] = points
+            for k in range(60, 65):
+                r[k] = 0
+            r[65] = pool_len + 1
+            r[66] = _CARD_POINTS[card]
+            r[67] = 1 if card % 4 == 0 else 0
+            r[68] = _threats(card, pool, unseen)
         r[69] = card // 4
         r[70] = 1 if card % 4 == 0 else 0
         r[71] = taken
@@ -234,7 +246,7 @@ def decision_features(info: np.ndarray, plays: np.ndarray, rows: np.ndarray) -> 
     rows[best, 74] = 1
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _key_greater(a: np.ndarray, b: np.ndarray) -> bool:
     """Greedy's key of facts ``a`` beats that of ``b`` (points .. 2 of clubs larger, then
     fewer cards left, a cheaper laid card, a non-club, fewer threats)."""
