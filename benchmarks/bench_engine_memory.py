@@ -15,6 +15,9 @@ iterations and reads the status again.  Reported, in MiB above the baseline:
   time: torch's kernels, libllvmlite);
 * phases of ours: RSS after the walk (``tree``) and after the solver's set-up (``solver``).
 
+Before each process the large libraries are read into the page cache (:func:`warm_page_cache`):
+the *file* part otherwise drifts with what other processes evicted.
+
 Configurations:
 
 * ``cpp``: ``pyspiel.CFRSolver(game)``;
@@ -25,15 +28,19 @@ Configurations:
 * ``torch_f32``: the torch passes in float32 (half of every float array; not bitwise the
   float64 results: a user's trade, for reference);
 * ``numba_import``: ``import numba`` and nothing else (no game walk): numba's import alone;
+* ``numba_trivial``: numba with one trivial cached function called (:func:`trivial_compiled_call`):
+  what running any compiled code costs, whatever the code;
 * ``numba_fused``: numba with the fused passes' compiled code loaded (the compiled passes
   forced on ``kuhn_poker``, a few dozen nodes, so the data is negligible);
 * ``numba_both``: the same with the level passes' compiled code loaded as well (what
   ``bench_engine.py``'s *numba runtime only* row measures).
 
-Usage (the figures of docs/benchmarks/engine_memory.md)::
+Usage (the figures of docs/benchmarks/engine_memory.md; ``--old-src``: the torch and
+default configurations of earlier code in the same run, as ``before:`` rows)::
 
+    git worktree add --detach /tmp/memory_old <commit>
     nice -n 10 .venv/bin/python benchmarks/bench_engine_memory.py --games liars_dice \\
-        --out docs/benchmarks/engine_memory.json
+        --reps 3 --old-src /tmp/memory_old/src --out docs/benchmarks/engine_memory.json
 
 Linux only (reads /proc/self/status).
 """
@@ -52,11 +59,13 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
-CONFIGS = ("cpp", "torch", "fused", "torch_f32", "numba_import", "numba_fused", "numba_both")
+CONFIGS = ("cpp", "torch", "fused", "torch_f32", "numba_import", "numba_trivial", "numba_fused",
+           "numba_both")
 
 _WORKER = r"""
 import json, sys, time
 config, game_string, iterations = sys.argv[1], sys.argv[2], int(sys.argv[3])
+BENCHMARKS = sys.argv[4]
 
 def memory():
     fields = {}
@@ -83,6 +92,11 @@ if config == "cpp":
     solver = pyspiel.CFRSolver(game)
 elif config == "numba_import":
     import numba
+    solver = None
+elif config == "numba_trivial":
+    sys.path.insert(0, BENCHMARKS)
+    import bench_engine_memory
+    bench_engine_memory.trivial_compiled_call()
     solver = None
 else:
     tree = flatten_game(game)
@@ -117,11 +131,48 @@ print(json.dumps({"baseline": baseline, "phases": phases, "end": memory(), "info
 """
 
 
-def run_config(config: str, game: str, iterations: int) -> dict:
-    """One configuration in a fresh process; its JSON line as a dict."""
-    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
-               PYTHONPATH=str(REPO / "src"))
-    done = subprocess.run([sys.executable, "-c", _WORKER, config, game, str(iterations)],
+def trivial_compiled_call() -> int:
+    """Call a one-line function compiled by numba with the compiled passes' settings
+    (``tensorcfr.core.jit.njit``, cached on disk): what numba costs a process that runs
+    any compiled code at all, whatever the code."""
+    from tensorcfr.core.jit import njit
+
+    @njit
+    def add_one(x: int) -> int:  # pragma: no cover - compiled
+        return x + 1
+
+    return int(add_one(1))
+
+
+_LIBRARIES = ("torch/lib/libtorch_cpu.so", "torch/lib/libtorch_python.so",
+              "llvmlite/binding/libllvmlite.so", "pyspiel.so")
+
+
+def warm_page_cache() -> None:
+    """Read the large libraries the workers map (torch, llvmlite, pyspiel) into the page
+    cache.  A fault in a file mapping also maps the neighbouring pages that are already
+    cached (the kernel's fault-around), so on a machine whose other processes evict the
+    cache the *file* figure of the same run drifts by +-20 MiB; with the files cached it
+    is steady, as on a machine where they stay hot."""
+    import sysconfig
+
+    site = Path(sysconfig.get_paths()["purelib"])
+    buffer = bytearray(1 << 20)
+    for name in _LIBRARIES:
+        try:
+            with open(site / name, "rb", buffering=0) as library:
+                while library.readinto(buffer):
+                    pass
+        except OSError:
+            continue
+
+
+def run_config(config: str, game: str, iterations: int, src: Path = REPO / "src") -> dict:
+    """One configuration in a fresh process (the code of ``src``); its JSON line as a dict."""
+    warm_page_cache()
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONPATH=str(src))
+    done = subprocess.run([sys.executable, "-c", _WORKER, config, game, str(iterations),
+                           str(Path(__file__).resolve().parent)],
                           capture_output=True, text=True, env=env, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"{config} on {game} failed:\n{done.stderr[-2000:]}")
@@ -141,12 +192,17 @@ def summarize(raw: dict) -> dict:
     return out
 
 
-def bench_game(game: str, configs: list[str], iterations: int, reps: int) -> dict:
-    """``reps`` processes per configuration, round-robin; the median of each figure."""
+def bench_game(game: str, configs: list[str], iterations: int, reps: int,
+               old_src: Path | None = None, old_configs: tuple[str, ...] = ()) -> dict:
+    """``reps`` processes per configuration, round-robin; the median of each figure.
+    ``old_configs`` run a second time with the code of ``old_src`` (as ``old:<config>``)."""
     runs: dict[str, list[dict]] = {c: [] for c in configs}
+    runs.update({f"old:{c}": [] for c in old_configs})
     for _ in range(reps):
-        for config in configs:
-            runs[config].append(summarize(run_config(config, game, iterations)))
+        for name in runs:
+            config = name.removeprefix("old:")
+            src = old_src if name.startswith("old:") and old_src else REPO / "src"
+            runs[name].append(summarize(run_config(config, game, iterations, src)))
     result: dict = {"game": game, "configs": {}}
     for config, entries in runs.items():
         merged = {key: statistics.median(e[key] for e in entries)
@@ -163,7 +219,8 @@ def bench_game(game: str, configs: list[str], iterations: int, reps: int) -> dic
 
 _NAMES = {"cpp": "OpenSpiel C++ `CFRSolver`", "torch": "torch passes (`numba_min_nodes = None`)",
           "fused": "default: fused compiled passes", "torch_f32": "torch passes, float32",
-          "numba_import": "`import numba` alone", "numba_fused": "numba + fused passes' code (kuhn)",
+          "numba_import": "`import numba` alone",
+          "numba_trivial": "numba + one trivial cached function called", "numba_fused": "numba + fused passes' code (kuhn)",
           "numba_both": "numba + fused and level passes' code (kuhn)"}
 
 
@@ -177,8 +234,10 @@ def render(report: dict) -> str:
             ratio = e.get("peak_vs_cpp")
             tree = e.get("tree_rss_mb")
             built = e.get("solver_rss_mb")
+            label = (f"before: {_NAMES[name[4:]]}" if name.startswith("old:")
+                     else _NAMES.get(name, name))
             lines.append(
-                f"| {game['game']} | {_NAMES.get(name, name)} | {e['peak_mb']:.1f} | "
+                f"| {game['game']} | {label} | {e['peak_mb']:.1f} | "
                 f"{'—' if ratio is None else f'{ratio:.1f}x'} | {e['anon_mb']:.1f} | "
                 f"{e['file_mb']:.1f} | {'—' if tree is None else f'{tree:.1f}'} | "
                 f"{'—' if built is None else f'{built:.1f}'} |")
@@ -199,10 +258,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--configs", default=",".join(CONFIGS))
     parser.add_argument("--iterations", type=int, default=10)
     parser.add_argument("--reps", type=int, default=1, help="processes per configuration")
+    parser.add_argument("--old-src", type=Path, default=None,
+                        help="src folder of earlier code (e.g. a `git worktree add --detach "
+                             "/tmp/old <commit>`'s src): --old-configs run with it too")
+    parser.add_argument("--old-configs", default="torch,fused")
     parser.add_argument("--out", type=Path, default=None, help="write the report (JSON) here")
     args = parser.parse_args(argv)
+    old_configs = tuple(c for c in args.old_configs.split(",") if c) if args.old_src else ()
     configs = [c for c in args.configs.split(",") if c]
-    unknown = sorted(set(configs) - set(CONFIGS))
+    unknown = sorted((set(configs) | set(old_configs)) - set(CONFIGS))
     if unknown:
         parser.error(f"unknown configuration(s) {', '.join(unknown)}; choose from "
                      f"{', '.join(CONFIGS)}")
@@ -212,7 +276,8 @@ def main(argv: list[str] | None = None) -> int:
         "load_start": os.getloadavg()[0], "machine": platform.platform(),
         "cpus": os.cpu_count(), "commit": _git("rev-parse", "--short", "HEAD"),
         "iterations": args.iterations, "reps": args.reps, "threads": 1,
-        "games": [bench_game(g, configs, args.iterations, args.reps)
+        "old_src": None if args.old_src is None else str(args.old_src),
+        "games": [bench_game(g, configs, args.iterations, args.reps, args.old_src, old_configs)
                   for g in args.games.split(",") if g],
     }
     report["load_end"] = os.getloadavg()[0]
