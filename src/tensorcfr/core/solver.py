@@ -285,7 +285,6 @@ class TensorCFRSolver:
         self.iteration = 0
         flat = self._flat
         slots = flat.num_slots
-        n_players = flat.num_players
         kw = {"dtype": self.dtype, "device": self.device}
         # Internal slot order (grouped by player); per-player views are taken once.
         self._regrets = torch.zeros(slots, **kw)
