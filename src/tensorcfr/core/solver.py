@@ -327,7 +327,7 @@ class TensorCFRSolver:
                     self, fused=self.compiled_passes != "level",
                     pruned=self.compiled_passes == "pruned")
                 if self._numba_passes.kind != "level":
-                    self._release_node_buffers()  # (before numba loads its compiled code)
+                    self._release_node_buffers()  # (before their first iteration)
         self._refresh_all()
         release_free_memory()  # the set-up's temporaries
 
