@@ -24,14 +24,14 @@ Configurations:
 * ``torch``: ``TensorCFRSolver(game)`` with ``numba_min_nodes = None`` (the torch passes: what
   the GPU runs and what a memory-bound CPU user gets);
 * ``fused``: ``TensorCFRSolver(game)`` as it is by default (from 100,000 nodes on CPU the
-  compiled fused passes of ``tensorcfr.core.fused_passes``);
+  compiled passes: ``info["compiled_passes"]`` says which kind);
 * ``torch_f32``: the torch passes in float32 (half of every float array; not bitwise the
   float64 results: a user's trade, for reference);
 * ``numba_import``: ``import numba`` and nothing else (no game walk): numba's import alone;
 * ``numba_trivial``: numba with one trivial cached function called (:func:`trivial_compiled_call`):
   what running any compiled code costs, whatever the code;
-* ``numba_fused``: numba with the fused passes' compiled code loaded (the compiled passes
-  forced on ``kuhn_poker``, a few dozen nodes, so the data is negligible);
+* ``numba_fused``: numba with the default compiled passes' code loaded (forced on
+  ``kuhn_poker``, a few dozen nodes, so the data is negligible);
 * ``numba_both``: the same with the level passes' compiled code loaded as well (what
   ``bench_engine.py``'s *numba runtime only* row measures).
 
@@ -218,10 +218,10 @@ def bench_game(game: str, configs: list[str], iterations: int, reps: int,
 
 
 _NAMES = {"cpp": "OpenSpiel C++ `CFRSolver`", "torch": "torch passes (`numba_min_nodes = None`)",
-          "fused": "default: fused compiled passes", "torch_f32": "torch passes, float32",
+          "fused": "default: compiled passes", "torch_f32": "torch passes, float32",
           "numba_import": "`import numba` alone",
-          "numba_trivial": "numba + one trivial cached function called", "numba_fused": "numba + fused passes' code (kuhn)",
-          "numba_both": "numba + fused and level passes' code (kuhn)"}
+          "numba_trivial": "numba + one trivial cached function called", "numba_fused": "numba + the default compiled passes' code (kuhn)",
+          "numba_both": "numba + the level passes' code as well (kuhn)"}
 
 
 def render(report: dict) -> str:
