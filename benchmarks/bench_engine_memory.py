@@ -220,7 +220,8 @@ def bench_game(game: str, configs: list[str], iterations: int, reps: int,
 _NAMES = {"cpp": "OpenSpiel C++ `CFRSolver`", "torch": "torch passes (`numba_min_nodes = None`)",
           "fused": "default: compiled passes", "torch_f32": "torch passes, float32",
           "numba_import": "`import numba` alone",
-          "numba_trivial": "numba + one trivial cached function called", "numba_fused": "numba + the default compiled passes' code (kuhn)",
+          "numba_trivial": "numba + one trivial cached function called",
+          "numba_fused": "numba + the default compiled passes' code (kuhn)",
           "numba_both": "numba + the level passes' code as well (kuhn)"}
 
 
