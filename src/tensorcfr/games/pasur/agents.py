@@ -230,7 +230,7 @@ AGENTS: dict[str, AgentEntry] = {
                                lambda options: HiddenModelAgent(options.model,
                                                                 threads=options.threads)),
     "distilled": AgentEntry("plays a policy learned from round-search's choices (one round of "
-                            "expert iteration), in about a millisecond",
+                            "expert iteration), in a small fraction of a millisecond",
                             _distilled_agent),
     "ismcts": AgentEntry("searches a tree of what it can see (information-set Monte Carlo "
                          "tree search), a number of simulations per move",
