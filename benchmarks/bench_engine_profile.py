@@ -8,11 +8,13 @@ comparisons, ``clamp``), *allocation and fills* (``empty``, ``zero_``, ``fill_``
 and *views* (``slice``, ``as_strided``, ``expand``, ...), and the rest of the wall time
 as *Python and dispatch* (the interpreter and torch's per-call overhead outside the
 kernels); wall time, so a loaded machine inflates every group alike.  For the compiled
-passes (the default on CPU from 100k nodes), the level passes (``NumbaPasses(solver,
-fused=False)``, the compiled passes before the fused ones) and the fused passes
-(:mod:`tensorcfr.core.fused_passes`) in the same process: process CPU time of each pass
-(values and regrets, the torch discount and average, regret matching, edges and reach),
-best of ``--reps``, and what the iteration spends outside them.
+passes (``TensorCFRSolver.compiled_passes``: ``level``, ``fused`` and ``pruned``, the
+default on CPU from 100k nodes), in the same process, after 30 iterations: for the level
+and fused passes the process CPU time of each pass (values and regrets, the torch discount
+and average, regret matching, edges and reach), best of ``--reps``; for the pruned passes
+(:mod:`tensorcfr.core.pruned_passes`) the CPU time of each compiled step summed over ``10 x
+--iterations`` real iterations (their steps depend on what the previous one revived), per
+iteration; and what the iteration spends outside them.
 
 Usage::
 
@@ -106,6 +108,43 @@ def profile_numba(solver: object, reps: int) -> dict:
     return out
 
 
+def profile_pruned(solver: object, iterations: int) -> dict[str, float]:
+    """CPU ms per iteration of each compiled step of the pruned passes over ``iterations``
+    real iterations (each step's module function wrapped with a process-time counter)."""
+    from tensorcfr.core import pruned_passes
+
+    steps = {"_values_and_regrets": "values and regrets over the live list",
+             "_sparse_finish": "sparse average, floor, regret matching",
+             "_refresh": "top-down: reach refreshed, segments relisted",
+             "_rebuild": "top-down: whole list rebuilt",
+             "_mark_segments": "revived actions to segments"}
+    spent = dict.fromkeys(steps, 0.0)
+    originals = {name: getattr(pruned_passes, name) for name in steps}
+
+    def timed(name: str):  # type: ignore[no-untyped-def]
+        def call(*args):  # type: ignore[no-untyped-def]
+            started = time.process_time()
+            result = originals[name](*args)
+            spent[name] += time.process_time() - started
+            return result
+        return call
+
+    for name in steps:
+        setattr(pruned_passes, name, timed(name))
+    try:
+        started = time.process_time()
+        solver.iterate(iterations)  # type: ignore[attr-defined]
+        whole = time.process_time() - started
+    finally:
+        for name, function in originals.items():
+            setattr(pruned_passes, name, function)
+    out = {label: spent[name] / iterations * 1e3 for name, label in steps.items()}
+    out["whole iteration"] = whole / iterations * 1e3
+    out["outside the steps"] = max(out["whole iteration"] - sum(
+        spent.values()) / iterations * 1e3, 0.0)
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--games", default="liars_dice,tic_tac_toe")
@@ -127,19 +166,15 @@ def main() -> int:
         torch_solver.iterate(2)
         report[game] = {"torch passes": profile_torch(torch_solver, args.iterations)}
         del torch_solver
-        for kind in ("level", "fused"):
-            compiled = TensorCFRSolver(tree)
-            if not compiled.uses_numba:
-                break
-            if kind == "level":  # the compiled passes before the fused ones
-                from tensorcfr.core.numba_passes import NumbaPasses
-
-                compiled._numba_passes = NumbaPasses(compiled, fused=False)
-                compiled._refresh_all()
-            elif compiled._numba_passes.kind != "fused":
-                break
-            compiled.iterate(2)
-            report[game][f"compiled passes ({kind})"] = profile_numba(compiled, args.reps)
+        for kind in ("level", "fused", "pruned"):
+            cls = type("Compiled", (TensorCFRSolver,), {"compiled_passes": kind})
+            compiled = cls(tree)
+            if not compiled.uses_numba or compiled._numba_passes.kind != kind:
+                continue
+            compiled.iterate(30)  # (past the first, unpruned iterations)
+            report[game][f"compiled passes ({kind})"] = (
+                profile_pruned(compiled, 10 * args.iterations) if kind == "pruned"
+                else profile_numba(compiled, args.reps))
             del compiled
         if not args.json:
             entry = report[game]["torch passes"]
@@ -148,12 +183,14 @@ def main() -> int:
             for name, ms in entry["groups_ms"].items():
                 share = 100 * ms / entry["wall_ms_profiled"]
                 print(f"  {name:24s} {ms:7.2f} ms {share:5.1f} %")
-            for kind in ("level", "fused"):
+            for kind in ("level", "fused", "pruned"):
                 entry = report[game].get(f"compiled passes ({kind})")
                 if entry:
-                    print(f"{game}: compiled passes, {kind} (best of {args.reps})")
+                    how = (f"over {10 * args.iterations} iterations" if kind == "pruned"
+                           else f"best of {args.reps}")
+                    print(f"{game}: compiled passes, {kind} ({how}, CPU ms per iteration)")
                     for name, ms in entry.items():
-                        print(f"  {name:32s} {ms:7.2f} ms")
+                        print(f"  {name:46s} {ms:7.2f} ms")
     if args.json:
         print(json.dumps(report, indent=1))
     return 0
