@@ -14,6 +14,13 @@ approximation over deals) and the rates of games won and tied.
 
     nice -n 10 .venv/bin/python benchmarks/bench_pasur_expert_iteration.py \\
         runs/round_search/hm_rs --deals 2000 --seed 100000
+
+A later round names its model and the earlier rounds' models (``--rival NAME=DIR``, or the
+shipped ``distilled`` by name); the new model then meets each rival, hidden-model and greedy
+(in that order, each pair's result written to ``--json`` as soon as it is known)::
+
+    nice -n 10 .venv/bin/python benchmarks/bench_pasur_expert_iteration.py runs/exit2 \\
+        --name round-2 --rival distilled --deals 2000 --seed 100000
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ import time
 from pathlib import Path
 
 from tensorcfr.games.pasur.engine import rules
-from tensorcfr.games.pasur.learning.hidden_model import HiddenModelAgent
+from tensorcfr.games.pasur.learning.hidden_model import DISTILLED_MODEL_DIR, HiddenModelAgent
 from tensorcfr.games.pasur.playing.greedy import GreedyAgent
 from tensorcfr.games.pasur.playing.match import play_game
 
@@ -54,17 +61,31 @@ def main() -> None:
     parser.add_argument("--deals", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=100_000)
     parser.add_argument("--json", default=None, help="also write the results here")
+    parser.add_argument("--name", default="distilled", help="the new model's name in the table")
+    parser.add_argument("--rival", action="append", default=[],
+                        help="NAME=DIR of an earlier model (or `distilled`: the shipped one); "
+                        "repeatable; then only the new model's pairs are played")
     args = parser.parse_args()
     new = HiddenModelAgent(Path(args.model))
     old = HiddenModelAgent(None)
     greedy = GreedyAgent()
-    agents = {"distilled": lambda: new, "hidden-model": lambda: old, "greedy": lambda: greedy}
+    agents = {args.name: lambda: new}
+    for rival in args.rival:
+        name, _, folder = rival.partition("=")
+        path = DISTILLED_MODEL_DIR if rival == "distilled" else Path(folder)
+        agent = HiddenModelAgent(path)
+        agents[name] = lambda agent=agent: agent
+    agents.update({"hidden-model": lambda: old, "greedy": lambda: greedy})
+    pairs = [(args.name, b) for b in agents if b != args.name]
+    if not args.rival:
+        pairs.append(("hidden-model", "greedy"))
     results = {}
-    for a, b in (("distilled", "hidden-model"), ("distilled", "greedy"),
-                 ("hidden-model", "greedy")):
+    for a, b in pairs:
         started = time.perf_counter()
         results[f"{a} vs {b}"] = _pair(agents[a], agents[b], args.deals, args.seed)
         results[f"{a} vs {b}"]["seconds"] = time.perf_counter() - started
+        if args.json:
+            Path(args.json).write_text(json.dumps(results, indent=1) + "\n")
     print("| A | B | deals | A minus B, points per deal | 95% interval | A wins | ties |")
     print("|---|---|---:|---:|---|---:|---:|")
     for key, r in results.items():

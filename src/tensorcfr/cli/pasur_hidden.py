@@ -38,6 +38,14 @@ def train_hidden_command(
     threads: Optional[int] = typer.Option(None, "--threads", min=1, max=MAX_THREADS,
                                           help="XGBoost and torch threads "
                                           "(default 1)."),
+    behaviour: str = typer.Option("teacher", "--behaviour",
+                                  callback=path_check("input-dir",
+                                                      keep=("teacher", "hidden-model",
+                                                            "distilled")),
+                                  help="Who makes the 0.6 share of the plays of the games "
+                                  "played: teacher (its best play), hidden-model or distilled "
+                                  "(the shipped models) or a hidden-model folder (expert "
+                                  "iteration: the apprentice plays, the teacher labels)."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object instead of text."),
 ) -> None:
     """Train the hidden-model agent on a teacher's decisions; held-out RMSE."""
@@ -52,7 +60,8 @@ def train_hidden_command(
 
         settings = TrainHiddenSettings(games=games, out=Path(out), teacher=teacher, seed=seed,
                                        threads=n_threads, determinizations=determinizations,
-                                       rounds=rounds, max_depth=max_depth, eta=eta)
+                                       rounds=rounds, max_depth=max_depth, eta=eta,
+                                       behaviour=behaviour)
         manifest = _train_with_bar(settings, run_train_hidden,
                                    show=not json_out and err_console.is_terminal)
     except TensorCFRError as exc:

@@ -24,14 +24,13 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 import torch
 
 from tensorcfr.errors import TensorCFRError
-from tensorcfr.games.pasur.learning.hidden_model import HiddenModelAgent
+from tensorcfr.games.pasur.learning.hidden_model import DISTILLED_MODEL_DIR, HiddenModelAgent
 from tensorcfr.games.pasur.learning.policy_model import ModelPlayer
 from tensorcfr.games.pasur.playing.agent import ExactAgent, HiddenAgent, RandomAgent
 from tensorcfr.games.pasur.playing.ismcts_agent import ISMCTSAgent, timed_ismcts_agent
@@ -176,12 +175,6 @@ def _pimc_agent(cls: Callable[..., PimcAgent], options: AgentOptions) -> PimcAge
     agent = cls(options.determinizations, options.seconds_per_move, device=options.device)
     agent.max_reply_seconds = options.max_reply_seconds
     return agent
-
-
-DISTILLED_MODEL_DIR = Path(str(resources.files("tensorcfr.games.pasur") / "data" / "distilled"))
-"""The ``distilled`` agent's model: a hidden model trained on ``round-search``'s values (one
-round of expert iteration: ``tensorcfr pasur train-hidden --teacher round-search -k 16
---games 400 --seed 1000``)."""
 
 
 def _distilled_agent(options: AgentOptions) -> HiddenAgent:

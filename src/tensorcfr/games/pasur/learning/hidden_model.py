@@ -23,8 +23,12 @@ side: its whole-game value minus the mean value of the decision's legal plays.
 
 The games that provide the decisions are played by a mixed behaviour (per play: the
 teacher's best play with probability 0.6, ``greedy`` 0.2, uniform random 0.2; seeded), so
-the positions are those of sensible play with some variety. Decisions with one legal play
-carry no information and are skipped.
+the positions are those of sensible play with some variety. With ``--behaviour MODEL`` (a
+hidden-model folder, or ``hidden-model`` / ``distilled`` for the shipped ones) that model's
+choice takes the 0.6 share instead of the teacher's best play: the apprentice generates the
+positions and the teacher labels them (classic expert iteration; the same draws of the
+seeded generator otherwise). Decisions with one legal play carry no information and are
+skipped.
 
 A model folder holds ``hidden_model.ubj`` (XGBoost's binary format) and ``manifest.json``
 (format, version, feature set and columns, target, teacher, games, hyper-parameters, row
@@ -66,7 +70,8 @@ from tensorcfr.games.pasur.playing.greedy import CARD_POINTS, GreedyAgent, greed
 from tensorcfr.games.pasur.playing.pimc import PimcAgent
 from tensorcfr.utils.io import atomic_path, write_json_atomic
 
-__all__ = ["DEFAULT_MODEL_DIR", "FEATURE_COLUMNS", "FEATURE_SET", "HiddenModel",
+__all__ = ["BEHAVIOUR_NAMES", "DEFAULT_MODEL_DIR", "DISTILLED_MODEL_DIR", "FEATURE_COLUMNS",
+           "FEATURE_SET", "HiddenModel",
            "HiddenModelAgent", "TrainHiddenSettings", "TrainProgress", "decision_rows",
            "load_hidden_model", "load_rows_checkpoint",
            "run_train_hidden"]
@@ -82,6 +87,16 @@ TARGET = ("advantage of the play under the teacher: its whole-game value minus t
 TEACHERS = ("exact", "pimc", "round-search")
 DEFAULT_MODEL_DIR = Path(str(resources.files("tensorcfr.games.pasur") / "data" / "hidden_model"))
 """The small model shipped with the package (``hidden-model`` without ``--model``)."""
+DISTILLED_MODEL_DIR = Path(str(resources.files("tensorcfr.games.pasur") / "data" / "distilled"))
+"""The ``distilled`` agent's model: a hidden model trained on ``round-search``'s values (one
+round of expert iteration: ``tensorcfr pasur train-hidden --teacher round-search -k 16
+--games 400 --seed 1000``)."""
+TEACHER_BEHAVIOUR = "teacher"
+"""``--behaviour`` of the default mixed behaviour: the teacher's best play takes the 0.6."""
+SHIPPED_MODELS: dict[str, Path] = {"hidden-model": DEFAULT_MODEL_DIR,
+                                   "distilled": DISTILLED_MODEL_DIR}
+"""``--behaviour`` names of the shipped model folders."""
+BEHAVIOUR_NAMES = (TEACHER_BEHAVIOUR, *SHIPPED_MODELS)
 
 _RANK_NAMES = "A23456789TJQK"
 FEATURE_COLUMNS: list[str] = (
@@ -279,6 +294,10 @@ class TrainHiddenSettings:
         max_depth: XGBoost tree depth.
         eta: XGBoost learning rate.
         device: torch device of the exact solver.
+        behaviour: who makes the 0.6 share of the plays of the games played: ``teacher``
+            (its best play, the default), ``hidden-model`` or ``distilled`` (the shipped
+            models) or a hidden-model folder (expert iteration: the apprentice plays, the
+            teacher labels).
     """
 
     games: int
@@ -291,6 +310,7 @@ class TrainHiddenSettings:
     max_depth: int = 6
     eta: float = 0.1
     device: str = "cpu"
+    behaviour: str = TEACHER_BEHAVIOUR
 
     def __post_init__(self) -> None:
         from tensorcfr.utils.checks import MAX_SEED, check_int_range
@@ -317,6 +337,19 @@ class TrainHiddenSettings:
         out = Path(self.out)
         if out.exists() and not out.is_dir():
             raise TensorCFRError(f"--out {out} exists and is not a folder")
+        if not isinstance(self.behaviour, str) or (
+                self.behaviour not in BEHAVIOUR_NAMES
+                and not os.path.isfile(Path(self.behaviour) / MANIFEST)):
+            raise TensorCFRError(f"--behaviour must be {', '.join(BEHAVIOUR_NAMES)} or a "
+                                 f"hidden-model folder (with {MANIFEST}), got "
+                                 f"{self.behaviour!r}")
+
+    @property
+    def behaviour_folder(self) -> Path | None:
+        """The model folder of the behaviour (None: the teacher's best play)."""
+        if self.behaviour == TEACHER_BEHAVIOUR:
+            return None
+        return SHIPPED_MODELS.get(self.behaviour, Path(self.behaviour))
 
 
 MAX_TRAIN_GAMES = 10_000_000
@@ -336,9 +369,11 @@ class TrainProgress:
     total: int
 
 
-def _game_rows(settings: TrainHiddenSettings, game: int) -> tuple[list[list[float]],
-                                                                  list[float]]:
-    """Feature rows and advantage targets of every decision of game ``game``."""
+def _game_rows(settings: TrainHiddenSettings, game: int,
+               behaviour: HiddenModelAgent | None = None
+               ) -> tuple[list[list[float]], list[float]]:
+    """Feature rows and advantage targets of every decision of game ``game``; ``behaviour``
+    (the loaded ``settings.behaviour`` model, None for the teacher) makes the 0.6 share."""
     from tensorcfr.games.pasur.solving.exact import StateNotSolvedError, solve_exact
 
     seed = settings.seed + game
@@ -380,7 +415,9 @@ def _game_rows(settings: TrainHiddenSettings, game: int) -> tuple[list[list[floa
             xs.extend(rows)
             ys.extend(v - mean for v in values)
         draw = rng.random()
-        if draw < 0.6:
+        if draw < 0.6 and behaviour is not None:
+            action = behaviour.choose(obs)
+        elif draw < 0.6:
             action = legal[max(range(len(legal)), key=lambda i: (values[i], -i))]
         elif draw < 0.8:
             action = greedy.choose(obs)
@@ -393,7 +430,8 @@ def _game_rows(settings: TrainHiddenSettings, game: int) -> tuple[list[list[floa
 def load_rows_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Read a ``rows.npz`` checkpoint of ``train-hidden``: ``x`` float32 [N, NUM_FEATURES]
     (finite), ``y`` float32 [N] (finite), ``game`` int [N] (each in ``0..games-1``),
-    ``games`` (games done) and ``ident`` (teacher|seed|determinizations|feature set).
+    ``games`` (games done) and ``ident`` (teacher|seed|determinizations|feature set, then
+    |behaviour when it is not the teacher's: see :func:`_behaviour_ident`).
 
     Raises :class:`CorruptFileError` (one line naming the file) for a truncated or damaged
     file, NaN/inf rows, rows of another feature count, or missing arrays.
@@ -421,11 +459,39 @@ def load_rows_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
     return {"x": x, "y": y, "game": game, "games": done, "ident": str(ident)}
 
 
-def _ident_difference(saved: str, settings: TrainHiddenSettings) -> str:
+def _behaviour_ident(settings: TrainHiddenSettings) -> str:
+    """``teacher``, or ``model sha256 <first 16 hex digits of its model file>``: the same
+    model under another path (a shipped name or its folder) is the same behaviour."""
+    import hashlib
+
+    folder = settings.behaviour_folder
+    if folder is None:
+        return TEACHER_BEHAVIOUR
+    try:
+        digest = hashlib.sha256((folder / MODEL_FILE).read_bytes()).hexdigest()
+    except OSError as exc:
+        raise TensorCFRError(f"--behaviour {settings.behaviour}: cannot read "
+                             f"{folder / MODEL_FILE}: {exc.strerror or exc}") from None
+    return f"model sha256 {digest[:16]}"
+
+
+def _rows_ident(settings: TrainHiddenSettings, behaviour: str) -> str:
+    """The ``ident`` of a rows checkpoint: the options its rows depend on. The default
+    behaviour adds no field, so checkpoints written before ``--behaviour`` still resume."""
+    fields = [settings.teacher, str(settings.seed), str(settings.determinizations), FEATURE_SET]
+    if behaviour != TEACHER_BEHAVIOUR:
+        fields.append(behaviour)
+    return "|".join(fields)
+
+
+def _ident_difference(saved: str, settings: TrainHiddenSettings, behaviour: str) -> str:
     """The option in which a saved checkpoint's ident differs from ``settings``."""
-    names = ("--teacher", "--seed", "--determinizations", "the feature set")
-    mine = [settings.teacher, str(settings.seed), str(settings.determinizations), FEATURE_SET]
+    names = ("--teacher", "--seed", "--determinizations", "the feature set", "--behaviour")
+    mine = [settings.teacher, str(settings.seed), str(settings.determinizations), FEATURE_SET,
+            behaviour]
     theirs = saved.split("|")
+    if len(theirs) == 4:
+        theirs.append(TEACHER_BEHAVIOUR)
     for name, a, b in zip(names, mine, theirs + [""] * len(names)):
         if a != b:
             return f"{name} {a} (the saved rows used {b or 'none'})"
@@ -442,7 +508,8 @@ def _collect_rows(settings: TrainHiddenSettings, on_progress: Callable[[TrainPro
 
     out = Path(settings.out)
     checkpoint = out / ROWS_CHECKPOINT
-    ident = f"{settings.teacher}|{settings.seed}|{settings.determinizations}|{FEATURE_SET}"
+    behaviour = _behaviour_ident(settings)
+    ident = _rows_ident(settings, behaviour)
     xs: list[np.ndarray] = []
     ys: list[np.ndarray] = []
     gs: list[np.ndarray] = []
@@ -452,8 +519,8 @@ def _collect_rows(settings: TrainHiddenSettings, on_progress: Callable[[TrainPro
         if saved["ident"] != ident:
             raise TensorCFRError(
                 f"{checkpoint} holds the rows of a run with other options: "
-                f"{_ident_difference(saved['ident'], settings)}; give the same options to "
-                "continue it, or another --out")
+                f"{_ident_difference(saved['ident'], settings, behaviour)}; give the same "
+                "options to continue it, or another --out")
         done = min(saved["games"], settings.games)
         keep = saved["game"] < done
         xs.append(saved["x"][keep])
@@ -471,10 +538,12 @@ def _collect_rows(settings: TrainHiddenSettings, on_progress: Callable[[TrainPro
                          game=np.concatenate(gs) if gs else np.zeros(0, np.int32),
                          games=games_done, ident=ident)
 
+    folder = settings.behaviour_folder
+    apprentice = None if folder is None else HiddenModelAgent(folder)
     last_save = time.perf_counter()
     with deferred_stop() as stop:
         for game in range(done, settings.games):
-            x, y = _game_rows(settings, game)
+            x, y = _game_rows(settings, game, apprentice)
             xs.append(np.asarray(x, dtype=np.float32).reshape(-1, NUM_FEATURES))
             ys.append(np.asarray(y, dtype=np.float32))
             gs.append(np.full(len(y), game, dtype=np.int32))
@@ -504,6 +573,14 @@ def _versions() -> dict[str, str]:
 def _rmse(pred: np.ndarray, y: np.ndarray) -> float:
     return float(np.sqrt(np.mean((pred.astype(np.float64) - y) ** 2))) if len(y) else \
         float("nan")
+
+
+def _behaviour_text(settings: TrainHiddenSettings) -> str:
+    """The manifest's ``behaviour``: who played the games (unchanged for the default)."""
+    if settings.behaviour_folder is None:
+        return "per play: teacher's best 0.6, greedy 0.2, uniform random 0.2"
+    return (f"per play: the choice of the hidden model {settings.behaviour} "
+            f"({_behaviour_ident(settings)}) 0.6, greedy 0.2, uniform random 0.2")
 
 
 def run_train_hidden(settings: TrainHiddenSettings,
@@ -555,7 +632,7 @@ def run_train_hidden(settings: TrainHiddenSettings,
         "determinizations": (settings.determinizations if settings.teacher != "exact"
                              else None),
         "games": settings.games, "seed": settings.seed,
-        "behaviour": "per play: teacher's best 0.6, greedy 0.2, uniform random 0.2",
+        "behaviour": _behaviour_text(settings),
         "params": params, "max_rounds": settings.rounds, "rounds":
             int(booster.num_boosted_rounds()),
         "rows": {"total": int(len(y)), "train": int(train.sum()), "test": int(test.sum())},
