@@ -276,3 +276,25 @@ def test_values_of_deal_refuses_positions_of_two_deals():
     with pytest.raises(ValueError, match="one deal"):
         DoubleDummySolver().values_of_deal([a, b])
     assert DoubleDummySolver().values_of_deal([]) == []
+
+
+def test_paired_differences_against_the_same_rival(priced):
+    out, _, price = priced
+    analysed = _rows(out / "price_games.parquet")
+
+    def losses(agent, rival, deal, round_index):
+        own = [(r["alex_loss"] if r["alex"] == agent else r["bob_loss"])[round_index]
+               for r in analysed if {r["alex"], r["bob"]} == {agent, rival} and r["deal"] == deal]
+        assert len(own) == 2  # both seatings
+        return sum(own) / 2
+
+    rows = {(r["agent"], r["other"], r["rival"], r["round"]): r for r in price.paired}
+    assert len(rows) == 3 * 7  # one (A, B) per rival of three agents, 6 rounds + whole game
+    row = rows[("random", "greedy", "hidden-model", 4)]
+    diffs = [losses("random", "hidden-model", d, 3) - losses("greedy", "hidden-model", d, 3)
+             for d in range(DEALS)]
+    assert row["deals"] == DEALS and row["diff_mean"] == pytest.approx(sum(diffs) / DEALS)
+    whole = rows[("random", "greedy", "hidden-model", None)]
+    assert whole["diff_mean"] == pytest.approx(sum(
+        rows[("random", "greedy", "hidden-model", r)]["diff_mean"] for r in range(1, 7)))
+    assert _rows(out / "price_paired.parquet") == price.paired

@@ -69,6 +69,7 @@ def print_price(result: PriceResult) -> None:
                                   for r in rounds)
                 name = f"{label} {seat if seat != 'both' else 'all'}"
                 console.print(f"  {name:12}{cells}", highlight=False, soft_wrap=True)
+    _print_paired(result)
     seconds = "-" if result.seconds_per_game is None else f"{result.seconds_per_game:.3f}"
     extra = f", {result.without_plays} without recorded plays" if result.without_plays else ""
     console.print(f"{result.computed} games analysed now, {result.skipped} already done, "
@@ -77,10 +78,35 @@ def print_price(result: PriceResult) -> None:
                   f"{', ' + str(result.workers) + ' process(es)' if result.workers else ''})",
                   highlight=False, soft_wrap=True)
     from tensorcfr.games.pasur.tournament_price import (PRICE_BY_ROUND_TABLE,
-                                                        PRICE_GAMES_TABLE)
+                                                        PRICE_GAMES_TABLE, PRICE_PAIRED_TABLE)
 
-    console.print(f"wrote {result.run / PRICE_GAMES_TABLE} and "
-                  f"{result.run / PRICE_BY_ROUND_TABLE}", highlight=False, soft_wrap=True)
+    console.print(f"wrote {result.run / PRICE_GAMES_TABLE}, {result.run / PRICE_BY_ROUND_TABLE} "
+                  f"and {result.run / PRICE_PAIRED_TABLE}", highlight=False, soft_wrap=True)
+
+
+def _interval(row: dict[str, Any]) -> str:
+    if row["diff_mean"] is None:
+        return "-"
+    if row["diff_ci95_low"] is None:
+        return f"{row['diff_mean']:+.2f}"
+    return f"{row['diff_mean']:+.2f} [{row['diff_ci95_low']:+.2f}, {row['diff_ci95_high']:+.2f}]"
+
+
+def _print_paired(result: PriceResult) -> None:
+    """Two agents against the same rival, paired by deal: one line per (A, B, rival)."""
+    groups: dict[tuple[str, str, str], dict[int | None, dict[str, Any]]] = {}
+    for row in result.paired:
+        groups.setdefault((row["agent"], row["other"], row["rival"]), {})[row["round"]] = row
+    if not groups:
+        return
+    console.print("against the same rival, paired by deal: A's points lost a game minus B's "
+                  "(both seats; 95% interval over deals), rounds 1-6 and whole game",
+                  highlight=False, soft_wrap=True)
+    for (a, b, rival), rounds in groups.items():
+        cells = ", ".join(_interval(rounds[r]) for r in range(1, 7))
+        console.print(f"  {a} minus {b}, against {rival} ({rounds[None]['deals']} deals): "
+                      f"{cells}; whole game {_interval(rounds[None])}", highlight=False,
+                      soft_wrap=True)
 
 
 def tournament_price_command(

@@ -33,6 +33,8 @@ A tournament folder then also holds:
   ``exact_value``, ``utility``, ``values`` (49 ints), ``alex_loss`` and ``bob_loss`` (6 ints,
   one per round), their totals, ``seconds``, ``status``, ``error``.
 * ``price_by_round.parquet``: the aggregates above, one row per (agent, rival, seat, round).
+* ``price_paired.parquet``: two agents against the same rival, paired by deal, by round
+  (:func:`paired_differences`).
 
 Nothing here knows how an agent chooses its plays; games recorded before tournaments kept
 their plays are counted and left out. A worker imports the rules and the search, not the
@@ -45,7 +47,7 @@ import json
 import statistics
 import time
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Hashable, Literal, Sequence
 
@@ -60,11 +62,13 @@ __all__ = [
     "PRICE_BY_ROUND_TABLE",
     "PRICE_GAMES_TABLE",
     "PRICE_JOURNAL",
+    "PRICE_PAIRED_TABLE",
     "PriceProgress",
     "PriceResult",
     "PriceSettings",
     "Seat",
     "game_losses",
+    "paired_differences",
     "position_values",
     "price_by_round",
     "price_settings_for",
@@ -74,6 +78,7 @@ __all__ = [
 PRICE_JOURNAL = "price.jsonl"
 PRICE_GAMES_TABLE = "price_games.parquet"
 PRICE_BY_ROUND_TABLE = "price_by_round.parquet"
+PRICE_PAIRED_TABLE = "price_paired.parquet"
 ALL_RIVALS = "all"
 MAX_ABS_VALUE = 1000
 """Bound on a position value read back from the journal (a game's points are far below)."""
@@ -246,6 +251,48 @@ def price_by_round(games: Sequence[dict[str, Any]], pairs: Sequence[tuple[str, s
     return out
 
 
+def paired_differences(games: Sequence[dict[str, Any]], pairs: Sequence[tuple[str, str]]
+                       ) -> list[dict[str, Any]]:
+    """Two agents against the same rival, paired by deal: for each rival ``R`` and each two
+    agents ``A``, ``B`` (in the tournament's order) that both met it, by round (1-6, None: the
+    whole game), the mean over deals of A's loss against R minus B's (each agent's games of
+    the deal against R averaged: both seats), with a 95% interval over the deals where both
+    played R. Rows: ``agent`` (A), ``other`` (B), ``rival``, ``round``, ``deals``,
+    ``diff_mean``, ``diff_ci95_low``, ``diff_ci95_high`` (negative: A loses less)."""
+    import itertools
+
+    from tensorcfr.games.pasur.tournament import duplicate_interval
+
+    agents = list(dict.fromkeys(name for pair in pairs for name in pair))
+    met = {(a, b) for a, b in pairs} | {(b, a) for a, b in pairs}
+    by_deal: dict[tuple[str, str], dict[int, list[list[int]]]] = {}
+    for g in games:
+        if (g["a"], g["b"]) not in pairs:
+            continue
+        for seat, rival in (("alex", g["bob"]), ("bob", g["alex"])):
+            by_deal.setdefault((g[seat], rival), {}).setdefault(g["deal"], []).append(
+                g[f"{seat}_loss"])
+    out = []
+    for rival in agents:
+        rivals_of = [x for x in agents if (x, rival) in met]
+        for a, b in itertools.combinations(rivals_of, 2):
+            deals_a, deals_b = by_deal.get((a, rival), {}), by_deal.get((b, rival), {})
+            common = sorted(set(deals_a) & set(deals_b))
+            for round_number in [*range(1, rules.NUM_ROUNDS + 1), None]:
+                def mean_loss(losses: list[list[int]]) -> float:
+                    picked = [sum(x) if round_number is None else x[round_number - 1]
+                              for x in losses]
+                    return statistics.fmean(picked)
+
+                diffs = [mean_loss(deals_a[d]) - mean_loss(deals_b[d]) for d in common]
+                mean, interval, _ = duplicate_interval(diffs)
+                out.append({"agent": a, "other": b, "rival": rival, "round": round_number,
+                            "deals": len(common), "diff_mean": mean,
+                            "diff_ci95_low": interval[0] if interval else None,
+                            "diff_ci95_high": interval[1] if interval else None})
+    return out
+
+
 # --------------------------------------------------------------------------- the run
 
 
@@ -314,6 +361,7 @@ class PriceResult:
         seconds: this run's wall time.
         seconds_per_game: median seconds to replay and value one game (all runs), or None.
         rows: :func:`price_by_round`'s rows.
+        paired: :func:`paired_differences`' rows.
         mode: ``"in-process"`` or ``"processes"``; workers: the processes.
     """
 
@@ -329,6 +377,7 @@ class PriceResult:
     rows: list[dict[str, Any]]
     mode: str
     workers: int
+    paired: list[dict[str, Any]] = field(default_factory=list)
 
     def row(self, agent: str, seat: Seat, round_number: int | None,
             rival: str = ALL_RIVALS) -> dict[str, Any]:
@@ -346,9 +395,10 @@ class PriceResult:
                 "games_without_plays": self.without_plays, "failed": self.failed,
                 "computed": self.computed, "skipped": self.skipped, "seconds": self.seconds,
                 "seconds_per_game": self.seconds_per_game, "mode": self.mode,
-                "workers": self.workers, "by_round": self.rows,
+                "workers": self.workers, "by_round": self.rows, "paired": self.paired,
                 "price_games_parquet": str(self.run / PRICE_GAMES_TABLE),
-                "price_by_round_parquet": str(self.run / PRICE_BY_ROUND_TABLE)}
+                "price_by_round_parquet": str(self.run / PRICE_BY_ROUND_TABLE),
+                "price_paired_parquet": str(self.run / PRICE_PAIRED_TABLE)}
 
 
 _GAME_COLUMNS = {"a": str, "b": str, "deal": int, "seating": int, "alex": str, "bob": str,
@@ -431,10 +481,19 @@ def _schemas() -> tuple[Any, Any]:
     return games, by_round
 
 
+def _paired_schema() -> Any:
+    import pyarrow as pa
+
+    return pa.schema([("agent", pa.string()), ("other", pa.string()), ("rival", pa.string()),
+                      ("round", pa.int64()), ("deals", pa.int64()), ("diff_mean", pa.float64()),
+                      ("diff_ci95_low", pa.float64()), ("diff_ci95_high", pa.float64())])
+
+
 def _write_tables(run: Path, agents: Sequence[str], games: Sequence[dict[str, Any]],
-                  done: dict[str, dict[str, Any]]) -> tuple[list[dict[str, Any]],
-                                                             list[dict[str, Any]]]:
-    """Rewrite both tables atomically; returns (game rows, aggregate rows)."""
+                  done: dict[str, dict[str, Any]]
+                  ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """Rewrite the three tables atomically; returns (game rows, aggregate rows, paired
+    rows)."""
     import itertools
 
     import pyarrow as pa
@@ -444,13 +503,15 @@ def _write_tables(run: Path, agents: Sequence[str], games: Sequence[dict[str, An
 
     table_rows = _table_rows(games, done)
     pairs = list(itertools.combinations(agents, 2))
-    aggregates = price_by_round([r for r in table_rows if r["status"] == "ok"], pairs)
+    ok = [r for r in table_rows if r["status"] == "ok"]
+    aggregates, paired = price_by_round(ok, pairs), paired_differences(ok, pairs)
     games_schema, by_round_schema = _schemas()
     for name, rows, schema in ((PRICE_GAMES_TABLE, table_rows, games_schema),
-                               (PRICE_BY_ROUND_TABLE, aggregates, by_round_schema)):
+                               (PRICE_BY_ROUND_TABLE, aggregates, by_round_schema),
+                               (PRICE_PAIRED_TABLE, paired, _paired_schema())):
         with atomic_path(run / name) as tmp:
             pq.write_table(pa.Table.from_pylist(rows, schema=schema), str(tmp))
-    return table_rows, aggregates
+    return table_rows, aggregates, paired
 
 
 def run_price_analysis(settings: PriceSettings, *,
@@ -531,11 +592,11 @@ def run_price_analysis(settings: PriceSettings, *,
         except KeyboardInterrupt:
             _write_tables(run, agents, games, done)
             raise
-        table_rows, aggregates = _write_tables(run, agents, games, done)
+        table_rows, aggregates, paired = _write_tables(run, agents, games, done)
     ok = [r for r in table_rows if r["status"] == "ok"]
     return PriceResult(
         run=run, agents=agents, games=len(ok), without_plays=without_plays,
         failed=len(table_rows) - len(ok), computed=len(todo), skipped=skipped,
         seconds=time.perf_counter() - started,
         seconds_per_game=float(statistics.median(r["seconds"] for r in ok)) if ok else None,
-        rows=aggregates, mode=mode, workers=settings.processes)
+        rows=aggregates, mode=mode, workers=settings.processes, paired=paired)
