@@ -628,7 +628,8 @@ def _games_schema() -> Any:
         ("utility", i64), ("alex_points", i64), ("bob_points", i64), ("a_diff", i64),
         ("exact_value", i64), ("alex_price", i64), ("bob_price", i64),
         ("alex_move_seconds_median", f64), ("bob_move_seconds_median", f64), ("plays", i64),
-        ("play_codes", pa.list_(i64)), ("seconds", f64), ("agent_options", text), ("deal_cards", pa.list_(pa.int8()))])
+        ("play_codes", pa.list_(i64)), ("seconds", f64), ("agent_options", text),
+        ("deal_cards", pa.list_(pa.int8()))])
 
 
 def _summary_schema() -> Any:
