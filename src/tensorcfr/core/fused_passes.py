@@ -59,7 +59,7 @@ import numpy as np
 from tensorcfr.core.jit import AVAILABLE, njit as _njit
 from tensorcfr.core.tree import KIND_CHANCE
 
-__all__ = ["AVAILABLE", "FusedLayout", "FusedPasses", "build_layout"]
+__all__ = ["AVAILABLE", "FusedLayout", "FusedPasses", "SolverState", "build_layout"]
 
 MODE_NONE, MODE_ALL, MODE_MIXED = 0, 1, 2
 
@@ -360,18 +360,15 @@ def build_layout(flat: Any, kinds: list[np.ndarray]) -> FusedLayout | None:
                        infoset_start)
 
 
-class FusedPasses:
-    """An alternating-update ``TensorCFRSolver`` iteration on CPU through the three
-    compiled loops above over a :class:`FusedLayout`, with the interface of
-    :class:`tensorcfr.core.numba_passes.LevelPasses` (``values_and_regrets``,
-    ``regret_matching``, ``refresh_player``, ``refresh_all``); the solver's own torch
-    step floors / discounts the regrets and updates the average in between (two
-    operations on the player's slots)."""
+class SolverState:
+    """numpy views of the slot-sized state of a ``TensorCFRSolver`` that the compiled
+    passes update in place (strategy, regrets, own-reach sums, predictions, the uniform
+    strategy), the dtype's constants and the players' slot runs; shared by
+    :class:`FusedPasses` and :class:`tensorcfr.core.pruned_passes.PrunedPasses`."""
 
     def __init__(self, solver: Any, layout: FusedLayout) -> None:
         from tensorcfr.core.regret import regret_tolerance
 
-        self.layout = layout
         flat = solver._flat
         n_players = flat.num_players
         self.num_players = n_players
@@ -392,6 +389,24 @@ class FusedPasses:
         self.uniform = [t.numpy() for t in flat.uniform]
         self.infoset_start = layout.infoset_start
 
+    def regret_matching(self, player: int, regrets: np.ndarray) -> None:
+        """The current strategy of ``player`` from ``regrets`` (its view, or PCFR+'s sum)."""
+        _regret_matching(regrets, self.infoset_start[player], self.uniform[player],
+                         self.tolerance, self.zero, self.strategy[player])
+
+
+class FusedPasses(SolverState):
+    """An alternating-update ``TensorCFRSolver`` iteration on CPU through the three
+    compiled loops above over a :class:`FusedLayout`, with the interface of
+    :class:`tensorcfr.core.numba_passes.LevelPasses` (``values_and_regrets``,
+    ``regret_matching``, ``refresh_player``, ``refresh_all``); the solver's own torch
+    step floors / discounts the regrets and updates the average in between (two
+    operations on the player's slots)."""
+
+    def __init__(self, solver: Any, layout: FusedLayout) -> None:
+        super().__init__(solver, layout)
+        self.layout = layout
+
     def values_and_regrets(self, player: int) -> None:
         """``player``'s values, its regrets added into its cumulative regrets and its own
         reach per slot into the solver's own-reach buffer (zeroed first)."""
@@ -408,11 +423,6 @@ class FusedPasses:
                             self.slot_start[player],
                             regrets, self.own_sums[player], instant, instant.shape[0] > 0,
                             self.zero, self.one)
-
-    def regret_matching(self, player: int, regrets: np.ndarray) -> None:
-        """The current strategy of ``player`` from ``regrets`` (its view, or PCFR+'s sum)."""
-        _regret_matching(regrets, self.infoset_start[player], self.uniform[player],
-                         self.tolerance, self.zero, self.strategy[player])
 
     def refresh_player(self, player: int) -> None:
         """After ``player``'s strategy changed: its reach row (the values step reads the

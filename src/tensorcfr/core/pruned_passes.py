@@ -67,7 +67,7 @@ from typing import Any
 
 import numpy as np
 
-from tensorcfr.core.fused_passes import FusedLayout
+from tensorcfr.core.fused_passes import FusedLayout, SolverState
 from tensorcfr.core.jit import njit as _njit
 from tensorcfr.core.tree import KIND_TERMINAL
 
@@ -84,12 +84,8 @@ _TERMINAL = KIND_TERMINAL
 
 
 @_njit(inline="always")  # (a call per segment: no argument passing)
-def _expand(k0: int, k1: int, count: int, starts: np.ndarray, n_levels: int,
-            slot: np.ndarray, kind: np.ndarray, first_child: np.ndarray,
-            chance_prob: np.ndarray, chance_reach: np.ndarray, utilities: np.ndarray,
-            strategy: np.ndarray, live: np.ndarray, up: np.ndarray, weight: np.ndarray,
-            live_slot: np.ndarray, live_actor: np.ndarray, live_chance: np.ndarray,
-            reach: np.ndarray, values: np.ndarray,
+def _expand(k0: int, k1: int, count: int, starts: np.ndarray, n_levels: int, tree: tuple,
+            strategy: np.ndarray, rows: tuple,
             zero: float) -> int:  # pragma: no cover - compiled
     """List ``n_levels`` levels below the listed parents at positions ``k0`` to ``k1``,
     appending from position ``count`` (``starts[l]``: where the ``l``-th level below
@@ -100,6 +96,8 @@ def _expand(k0: int, k1: int, count: int, starts: np.ndarray, n_levels: int,
     reach, every player's reach, and a terminal its utilities in ``values``.  A listed
     node none of whose children is live (every product underflowed) gets the value 0 in
     every row, as OpenSpiel's recursion returns for it."""
+    slot, kind, first_child, chance_prob, chance_reach, utilities = tree
+    live, up, weight, live_slot, live_actor, live_chance, reach, values = rows
     num_players = reach.shape[1]
     per_node_chance = chance_reach.shape[0] > 0
     for level in range(n_levels):
@@ -178,22 +176,17 @@ def _expand(k0: int, k1: int, count: int, starts: np.ndarray, n_levels: int,
 @_njit
 def _rebuild(split: int, level_start: np.ndarray, top_start: np.ndarray,
              segment_offset: np.ndarray, segment_start: np.ndarray, root_position: np.ndarray,
-             slot: np.ndarray, kind: np.ndarray, first_child: np.ndarray,
-             chance_prob: np.ndarray, chance_reach: np.ndarray, utilities: np.ndarray,
-             strategy: np.ndarray, live: np.ndarray, up: np.ndarray, weight: np.ndarray,
-             live_slot: np.ndarray, live_actor: np.ndarray, live_chance: np.ndarray,
-             reach: np.ndarray, values: np.ndarray,
+             tree: tuple, strategy: np.ndarray, rows: tuple,
              zero: float) -> None:  # pragma: no cover - compiled
     """The whole live list from the current strategy: the top list (the root, then
     :func:`_expand` down to the split level), then every segment whose root is listed."""
+    live, up, reach = rows[0], rows[1], rows[6]
     live[0] = 0
     up[0] = -1
     for p in range(reach.shape[1]):
         reach[0, p] = 1.0
     top_start[0] = 0
-    _expand(0, 1, 1, top_start[1:], split, slot, kind, first_child, chance_prob,
-            chance_reach, utilities, strategy, live, up, weight, live_slot, live_actor,
-            live_chance, reach, values, zero)
+    _expand(0, 1, 1, top_start[1:], split, tree, strategy, rows, zero)
     root_position[:] = -1
     for k in range(top_start[split], top_start[split + 1]):
         root_position[live[k] - level_start[split]] = k
@@ -203,19 +196,17 @@ def _rebuild(split: int, level_start: np.ndarray, top_start: np.ndarray,
             segment_start[j, :] = segment_offset[j]
             continue
         k = root_position[j]
-        _expand(k, k + 1, segment_offset[j], segment_start[j], n_levels, slot, kind,
-                first_child, chance_prob, chance_reach, utilities, strategy, live, up,
-                weight, live_slot, live_actor, live_chance, reach, values, zero)
+        _expand(k, k + 1, segment_offset[j], segment_start[j], n_levels, tree, strategy,
+                rows, zero)
 
 
 @_njit(inline="always")  # (a call per segment: no argument passing)
-def _refresh_range(n0: int, n1: int, strategy: np.ndarray, up: np.ndarray,
-                   weight: np.ndarray, live_slot: np.ndarray, live_actor: np.ndarray,
-                   reach: np.ndarray, player: int,
+def _refresh_range(n0: int, n1: int, strategy: np.ndarray, rows: tuple, player: int,
                    zero: float) -> int:  # pragma: no cover - compiled
     """``player``'s reach (and its edges' weights) at listed positions ``n0`` to ``n1``
     from their parents', the same products as :func:`_expand`; returns how many of them
     nobody reaches any more."""
+    up, weight, live_slot, live_actor, reach = rows[1], rows[2], rows[3], rows[4], rows[6]
     num_players = reach.shape[1]
     dead = 0
     for n in range(n0, n1):
@@ -238,19 +229,15 @@ def _refresh_range(n0: int, n1: int, strategy: np.ndarray, up: np.ndarray,
 @_njit
 def _refresh(player: int, relist: np.ndarray, split: int, top_start: np.ndarray,
              segment_offset: np.ndarray, segment_start: np.ndarray,
-             root_position: np.ndarray, segment_dead: np.ndarray, slot: np.ndarray,
-             kind: np.ndarray, first_child: np.ndarray, chance_prob: np.ndarray,
-             chance_reach: np.ndarray, utilities: np.ndarray, strategy: np.ndarray,
-             live: np.ndarray, up: np.ndarray, weight: np.ndarray, live_slot: np.ndarray,
-             live_actor: np.ndarray, live_chance: np.ndarray, reach: np.ndarray,
-             values: np.ndarray, zero: float) -> int:  # pragma: no cover - compiled
+             root_position: np.ndarray, segment_dead: np.ndarray, tree: tuple,
+             strategy: np.ndarray, rows: tuple,
+             zero: float) -> int:  # pragma: no cover - compiled
     """After ``player``'s strategy changed with no action revived at or above the split
     level: the top list's numbers, then each segment's; a segment with ``relist[j]`` (the
     shallowest level of an action revived in it, reset to -1) keeps its levels above that
     one (their numbers refreshed) and is listed again from there.  Returns how many listed
     histories nobody reaches."""
-    dead = _refresh_range(1, top_start[split + 1], strategy, up, weight, live_slot,
-                          live_actor, reach, player, zero)
+    dead = _refresh_range(1, top_start[split + 1], strategy, rows, player, zero)
     n_levels = segment_start.shape[1] - 1
     for j in range(root_position.shape[0]):
         k = root_position[j]
@@ -260,19 +247,15 @@ def _refresh(player: int, relist: np.ndarray, split: int, top_start: np.ndarray,
         first = relist[j] - split - 1  # (the first relative level listed again)
         if first < 0:
             segment_dead[j] = _refresh_range(segment_offset[j], segment_start[j, n_levels],
-                                             strategy, up, weight, live_slot, live_actor,
-                                             reach, player, zero)
+                                             strategy, rows, player, zero)
         else:
             relist[j] = -1
             segment_dead[j] = _refresh_range(segment_offset[j], segment_start[j, first],
-                                             strategy, up, weight, live_slot, live_actor,
-                                             reach, player, zero)
+                                             strategy, rows, player, zero)
             k0 = k if first == 0 else segment_start[j, first - 1]
             k1 = k + 1 if first == 0 else segment_start[j, first]
             _expand(k0, k1, segment_start[j, first], segment_start[j, first:],
-                    n_levels - first, slot, kind, first_child, chance_prob, chance_reach,
-                    utilities, strategy, live, up, weight, live_slot, live_actor,
-                    live_chance, reach, values, zero)
+                    n_levels - first, tree, strategy, rows, zero)
         dead += segment_dead[j]
     return dead
 
@@ -458,7 +441,7 @@ def _first_child(parent: np.ndarray, n_nodes: int) -> np.ndarray:
     return first.astype(np.int32)
 
 
-class PrunedPasses:
+class PrunedPasses(SolverState):
     """An alternating-update ``TensorCFRSolver`` iteration on CPU over the live histories
     only (see the module docstring), with the interface of
     :class:`tensorcfr.core.fused_passes.FusedPasses` (``values_and_regrets``,
@@ -467,12 +450,10 @@ class PrunedPasses:
     sparse per-slot steps; None otherwise)."""
 
     def __init__(self, solver: Any, layout: FusedLayout) -> None:
-        from tensorcfr.core.regret import regret_tolerance
-
+        super().__init__(solver, layout)
         flat = solver._flat
         n_nodes = layout.parent.shape[0]
         n_players = flat.num_players
-        self.num_players = n_players
         self.slot = layout.slot
         self.chance_prob = layout.chance_prob
         # The terminals' utilities node by node ([N, P]: a terminal's row is one cache line).
@@ -494,21 +475,11 @@ class PrunedPasses:
         self.reach = np.ones((n_nodes, n_players), dtype=dtype)  # (node-major)
         self.values = np.zeros((n_players, n_nodes), dtype=dtype)
         self._segments(layout, flat.num_slots)
-        self.zero = dtype.type(0.0)
-        self.one = dtype.type(1.0)
-        self.tolerance = dtype.type(regret_tolerance(solver.dtype))
-        self.has_chance = bool(flat.has_chance)
-        self.slot_start = [a0 for a0, _ in flat.slot_range]
-        self.strategy_all = solver._strategy.numpy()
-        self.strategy = [t.numpy() for t in solver._strategy_views]
-        self.regrets = [t.numpy() for t in solver._regret_views]
-        self.own_sums = [t.numpy() for t in solver._own_reach_sums]
+        self.tree = (self.slot, self.kind, self.first_child, self.chance_prob,
+                     self.chance_reach, self.utilities)
+        self.rows = (self.live, self.up, self.weight, self.live_slot, self.live_actor,
+                     self.live_chance, self.reach, self.values)
         self.average = [t.numpy() for t in solver._average_views]
-        empty = np.zeros(0, dtype=dtype)
-        self.instant = ([t.numpy() for t in solver._prediction_views]
-                        if solver.variant.predictive else [empty] * n_players)
-        self.uniform = [t.numpy() for t in flat.uniform]
-        self.infoset_start = layout.infoset_start
         variant = solver.variant
         self.sparse = (variant.name in ("cfr", "cfr+") and not variant.predictive
                        and variant.average_exponent() == 0.0)
@@ -630,19 +601,9 @@ class PrunedPasses:
         self.relists += int(n_revived > 0)
         self.dead = _refresh(
             player, self.relist, self.split, self.top_start, self.segment_offset,
-            self.segment_start, self.root_position, self.segment_dead, self.slot,
-            self.kind, self.first_child, self.chance_prob, self.chance_reach,
-            self.utilities, self.strategy_all, self.live, self.up, self.weight,
-            self.live_slot, self.live_actor, self.live_chance, self.reach, self.values,
-            self.zero)
+            self.segment_start, self.root_position, self.segment_dead, self.tree,
+            self.strategy_all, self.rows, self.zero)
         return True
-
-    def regret_matching(self, player: int, regrets: np.ndarray) -> None:
-        """The current strategy of ``player`` from ``regrets`` (its view, or PCFR+'s sum)."""
-        from tensorcfr.core.fused_passes import _regret_matching
-
-        _regret_matching(regrets, self.infoset_start[player], self.uniform[player],
-                         self.tolerance, self.zero, self.strategy[player])
 
     def refresh_player(self, player: int) -> None:
         """After ``player``'s strategy changed: the whole live list again (every player's
@@ -651,10 +612,8 @@ class PrunedPasses:
         self.segment_dead[:] = 0
         self.relist[:] = -1
         _rebuild(self.split, self.level_start, self.top_start, self.segment_offset,
-                 self.segment_start, self.root_position, self.slot, self.kind,
-                 self.first_child, self.chance_prob, self.chance_reach, self.utilities,
-                 self.strategy_all, self.live, self.up, self.weight, self.live_slot,
-                 self.live_actor, self.live_chance, self.reach, self.values, self.zero)
+                 self.segment_start, self.root_position, self.tree, self.strategy_all,
+                 self.rows, self.zero)
 
     def refresh_all(self) -> None:
         """Every reach and the live list from the current strategy (a new solver, a
