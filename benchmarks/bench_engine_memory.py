@@ -67,14 +67,7 @@ import json, sys, time
 config, game_string, iterations = sys.argv[1], sys.argv[2], int(sys.argv[3])
 BENCHMARKS = sys.argv[4]
 
-def memory():
-    fields = {}
-    with open("/proc/self/status") as status:
-        for line in status:
-            key, _, value = line.partition(":")
-            if key in ("VmRSS", "VmHWM", "RssAnon", "RssFile"):
-                fields[key] = int(value.split()[0]) / 1024.0
-    return fields
+from tensorcfr.bench._worker import read_memory_fields as memory  # (stdlib only)
 
 import torch
 torch.set_num_threads(1)

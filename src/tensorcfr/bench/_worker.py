@@ -33,6 +33,24 @@ SOLVER_NAMES = ("ours", "ours_f32", "openspiel_cpp", "openspiel_python", "jax")
 """Solvers the worker can host (see ``openspiel_bench.SOLVERS`` for their descriptions)."""
 
 
+MEMORY_FIELDS = ("VmRSS", "VmHWM", "RssAnon", "RssFile")
+"""The ``/proc/self/status`` fields :func:`read_memory_fields` returns."""
+
+
+def read_memory_fields() -> dict[str, float]:
+    """This process's resident set size now (``VmRSS``), its peak (``VmHWM``) and the
+    anonymous (data) and file-backed (library code) parts of the resident set
+    (``RssAnon``, ``RssFile``), in MiB, from ``/proc/self/status`` (Linux; the fields a
+    kernel lacks are left out).  The benchmarks' worker processes report them."""
+    fields = {}
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            key, _, value = line.partition(":")
+            if key in MEMORY_FIELDS:
+                fields[key] = int(value.split()[0]) / 1024.0
+    return fields
+
+
 def read_memory_mb() -> tuple[float, float]:
     """Current and peak resident set size of this process in MiB (``VmRSS``, ``VmHWM``).
 
