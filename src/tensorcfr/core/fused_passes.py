@@ -173,33 +173,41 @@ def _values_and_regrets(parent: np.ndarray, slot: np.ndarray, actor: np.ndarray,
             own_sums[s] += _reach_at(reach, player, h, parent, own_stored)
 
 
+@_njit(inline="always")
+def _match_infoset(regrets: np.ndarray, a0: int, a1: int, uniform: np.ndarray,
+                   tolerance: float, zero: float,
+                   strategy: np.ndarray) -> None:  # pragma: no cover - compiled
+    """Regret matching of one infoset (slots ``a0`` to ``a1``, the sums in registers):
+    a regret counts above ``tolerance x`` the infoset's sum of ``|R|``, positive parts
+    normalised, ``uniform`` where none (:func:`tensorcfr.core.regret.regret_matching_into`'s
+    arithmetic)."""
+    abs_total = zero
+    for s in range(a0, a1):
+        abs_total = abs_total + abs(regrets[s])
+    threshold = abs_total * tolerance
+    total = zero
+    for s in range(a0, a1):
+        value = regrets[s]
+        positive = value if value > threshold else zero
+        strategy[s] = positive
+        total = total + positive
+    if total > zero:
+        for s in range(a0, a1):
+            strategy[s] = strategy[s] / total
+    else:
+        for s in range(a0, a1):
+            strategy[s] = uniform[s]
+
+
 @_njit
 def _regret_matching(regrets: np.ndarray, infoset_start: np.ndarray, uniform: np.ndarray,
                      tolerance: float, zero: float,
                      strategy: np.ndarray) -> None:  # pragma: no cover - compiled
-    """:func:`tensorcfr.core.regret.regret_matching_into` infoset by infoset (slots
-    ``infoset_start[i]`` to ``infoset_start[i + 1]``, the sums in registers, one pass
-    over the slots): a regret counts above ``tolerance x`` the infoset's sum of ``|R|``,
-    positive parts normalised, ``uniform`` where none."""
+    """:func:`_match_infoset` for every infoset (slots ``infoset_start[i]`` to
+    ``infoset_start[i + 1]``)."""
     for i in range(infoset_start.shape[0] - 1):
-        a0 = infoset_start[i]
-        a1 = infoset_start[i + 1]
-        abs_total = zero
-        for s in range(a0, a1):
-            abs_total = abs_total + abs(regrets[s])
-        threshold = abs_total * tolerance
-        total = zero
-        for s in range(a0, a1):
-            value = regrets[s]
-            positive = value if value > threshold else zero
-            strategy[s] = positive
-            total = total + positive
-        if total > zero:
-            for s in range(a0, a1):
-                strategy[s] = strategy[s] / total
-        else:
-            for s in range(a0, a1):
-                strategy[s] = uniform[s]
+        _match_infoset(regrets, infoset_start[i], infoset_start[i + 1], uniform, tolerance,
+                       zero, strategy)
 
 
 @_njit

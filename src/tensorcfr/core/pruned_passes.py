@@ -67,7 +67,7 @@ from typing import Any
 
 import numpy as np
 
-from tensorcfr.core.fused_passes import FusedLayout, SolverState
+from tensorcfr.core.fused_passes import FusedLayout, SolverState, _match_infoset
 from tensorcfr.core.jit import njit as _njit
 from tensorcfr.core.tree import KIND_TERMINAL
 
@@ -366,46 +366,33 @@ def _sparse_finish(touched: np.ndarray, n_touched: int, marked: np.ndarray,
                    infoset_start: np.ndarray, regrets: np.ndarray, own_sums: np.ndarray,
                    average: np.ndarray, strategy: np.ndarray, uniform: np.ndarray,
                    floor: bool, tolerance: float, zero: float, slot_start: int,
-                   revived: np.ndarray) -> int:  # pragma: no cover - compiled
+                   revived: np.ndarray, was_zero: np.ndarray) -> int:  # pragma: no cover
     """Vanilla CFR (and CFR+ with a constant average weight) on the touched infosets only:
     the floor, ``average + own x strategy`` (then the own sums back to zero), and regret
-    matching (:func:`tensorcfr.core.regret.regret_matching_into`'s arithmetic).  The
-    actions whose probability went from zero to positive are listed in ``revived``
-    (global slots); returns how many, or -1 when they do not fit."""
+    matching (:func:`tensorcfr.core.fused_passes._match_infoset`).  The actions whose
+    probability went from zero to positive are listed in ``revived`` (global slots;
+    ``was_zero``: scratch of the largest infoset's size); returns how many, or -1 when
+    they do not fit."""
     n_revived = 0
     for j in range(n_touched):
         i = touched[j]
         marked[i] = False
         a0 = infoset_start[i]
         a1 = infoset_start[i + 1]
-        if floor:
-            for s in range(a0, a1):
-                if regrets[s] < zero:
-                    regrets[s] = zero
         for s in range(a0, a1):
+            if floor and regrets[s] < zero:
+                regrets[s] = zero
             average[s] = average[s] + own_sums[s] * strategy[s]
             own_sums[s] = zero
-        abs_total = zero
+            was_zero[s - a0] = strategy[s] == zero
+        _match_infoset(regrets, a0, a1, uniform, tolerance, zero, strategy)
         for s in range(a0, a1):
-            abs_total = abs_total + abs(regrets[s])
-        threshold = abs_total * tolerance
-        total = zero
-        for s in range(a0, a1):
-            value = regrets[s]
-            total = total + (value if value > threshold else zero)
-        for s in range(a0, a1):
-            if total > zero:
-                value = regrets[s]
-                new = (value if value > threshold else zero) / total
-            else:
-                new = uniform[s]
-            if strategy[s] == zero and new != zero and n_revived >= 0:
+            if was_zero[s - a0] and strategy[s] != zero and n_revived >= 0:
                 if n_revived < revived.shape[0]:
                     revived[n_revived] = slot_start + s
                     n_revived += 1
                 else:
                     n_revived = -1
-            strategy[s] = new
     return n_revived
 
 
@@ -544,6 +531,9 @@ class PrunedPasses(SolverState):
                   out=self.segment_ptr[1:])
         self.segment_list = (pairs % n_segments).astype(np.int32)
         self.revived = np.zeros(REVIVED_CAPACITY, dtype=np.int32)
+        self.was_zero = np.zeros(max([int(np.diff(start).max(initial=0))
+                                      for start in layout.infoset_start], default=0),
+                                 dtype=np.bool_)
         self.dead = 0  # listed histories nobody reaches (a rebuild drops them)
         self.rebuilds = 0  # full rebuilds of the live list by :meth:`update_player`
         self.relists = 0  # partial ones (revived actions below the split level)
@@ -590,7 +580,7 @@ class PrunedPasses(SolverState):
                 self.infoset_start[player], self.regrets[player], self.own_sums[player],
                 self.average[player], self.strategy[player], self.uniform[player],
                 self.floor, self.tolerance, self.zero, self.slot_start[player],
-                self.revived)
+                self.revived, self.was_zero)
         if DEAD_SHARE * self.dead > self.live_nodes or n_revived < 0 or (
                 n_revived > 0 and not _mark_segments(
                     self.revived, n_revived, self.slot_level, self.split,
