@@ -68,7 +68,7 @@ def _register() -> None:
                                numeral211_abstract, numeral211_solve, pasur, pasur_batch,
                                pasur_cfr, pasur_exploitability, pasur_hidden, pasur_play,
                                pasur_replay, pasur_round_value, pasur_selfplay, pasur_solve,
-                               pasur_tournament, pasur_tournament_price)
+                               pasur_tournament)
 
     pasur_commands = {
         "replay": pasur_replay.replay_command,
@@ -82,7 +82,7 @@ def _register() -> None:
         "batch": pasur_batch.batch_command,
         "analyze": pasur_batch.analyze_command,
         "tournament": pasur_tournament.tournament_command,
-        "tournament-price": pasur_tournament_price.tournament_price_command,
+        "tournament-price": pasur_tournament.tournament_price_command,
         "agent-exploitability": pasur_exploitability.agent_exploitability_command,
         "train-hidden": pasur_hidden.train_hidden_command,
         "train-round-value": pasur_round_value.train_round_value_command,
