@@ -181,12 +181,12 @@ class NumbaPasses:
         if fused:
             from tensorcfr.core import fused_passes
 
-            layout = fused_passes.build_layout(
-                solver._flat, [level.kind.cpu().numpy() for level in solver.tree.levels])
+            kinds = [level.kind.cpu().numpy() for level in solver.tree.levels]
+            layout = fused_passes.build_layout(solver._flat, kinds)
             if layout is not None and pruned and bool(np.all(np.diff(layout.parent[1:]) >= 0)):
                 from tensorcfr.core.pruned_passes import PrunedPasses
 
-                engine, kind = PrunedPasses(solver, layout), "pruned"
+                engine, kind = PrunedPasses(solver, layout, kinds), "pruned"
             elif layout is not None:
                 engine, kind = fused_passes.FusedPasses(solver, layout), "fused"
         self.kind = kind

@@ -434,9 +434,11 @@ class PrunedPasses(SolverState):
     :class:`tensorcfr.core.fused_passes.FusedPasses` (``values_and_regrets``,
     ``regret_matching``, ``refresh_player``, ``refresh_all``) plus
     :meth:`update_player` (the whole update of one player, where the variant allows the
-    sparse per-slot steps; None otherwise)."""
+    sparse per-slot steps; False otherwise)."""
 
-    def __init__(self, solver: Any, layout: FusedLayout) -> None:
+    def __init__(self, solver: Any, layout: FusedLayout, kinds: list[np.ndarray]) -> None:
+        """``kinds``: each level's node kinds (what :func:`~tensorcfr.core.fused_passes.
+        build_layout` read)."""
         super().__init__(solver, layout)
         flat = solver._flat
         n_nodes = layout.parent.shape[0]
@@ -447,8 +449,7 @@ class PrunedPasses(SolverState):
         self.utilities = np.ascontiguousarray(layout.values.T)
         self.chance_level = layout.chance_level
         self.chance_reach = layout.chance_reach
-        self.kind = np.concatenate([level.kind.cpu().numpy().astype(np.int8)
-                                    for level in solver.tree.levels])
+        self.kind = np.concatenate(kinds).astype(np.int8)
         self.first_child = _first_child(layout.parent, n_nodes)
         dtype = layout.values.dtype
         # The compact rows (position n: node live[n], its parent's position up[n]).
@@ -581,7 +582,7 @@ class PrunedPasses(SolverState):
                 self.average[player], self.strategy[player], self.uniform[player],
                 self.floor, self.tolerance, self.zero, self.slot_start[player],
                 self.revived, self.was_zero)
-        if DEAD_SHARE * self.dead > self.live_nodes or n_revived < 0 or (
+        if (self.dead and DEAD_SHARE * self.dead > self.live_nodes) or n_revived < 0 or (
                 n_revived > 0 and not _mark_segments(
                     self.revived, n_revived, self.slot_level, self.split,
                     self.segment_ptr, self.segment_list, self.relist)):
