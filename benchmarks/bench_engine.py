@@ -115,8 +115,9 @@ class Worker:
     """One solver on one game in its own process (stdin: iteration counts, stdout: JSON)."""
 
     def __init__(self, solver: str, game: str, src: Path, warmup: int) -> None:
-        env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
-                   PYTHONPATH=str(src))
+        # src first; the caller's PYTHONPATH after it (wheels installed with --target)
+        path = os.pathsep.join(p for p in (str(src), os.environ.get("PYTHONPATH", "")) if p)
+        env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONPATH=path)
         self.solver = solver
         self.process = subprocess.Popen([sys.executable, "-c", _WORKER, solver, game, str(warmup)],
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
