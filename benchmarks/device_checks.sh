@@ -19,7 +19,11 @@
 # tournament: a duplicate `pasur tournament` on local worker processes (--processes, no Ray on
 # that machine), stopped by SIGINT after TOURNAMENT_SECONDS (finished deals kept); settings from
 # TOURNAMENT_AGENTS, TOURNAMENT_DEALS, TOURNAMENT_SEED, TOURNAMENT_BUDGET (seconds per move),
-# TOURNAMENT_DRAWS (determinizations cap: large, so the time budget governs), TOURNAMENT_PROCESSES.
+# TOURNAMENT_DRAWS (determinizations cap: large, so the time budget governs), TOURNAMENT_PROCESSES;
+# TOURNAMENT_OUT (default /tmp/tournament): a tournament folder carried in (`run`'s carry, e.g.
+# runs/rs_pimc_025) resumes there (set the TOURNAMENT_* settings to the folder's own, as
+# its tournament.json holds them: a mismatch is refused), and the whole folder comes back in
+# $OUT/tournament/ (games.jsonl included: copy it back over the local folder to resume again).
 set -uo pipefail
 OUT=${OUT:-gpu_out}
 mkdir -p "$OUT"
@@ -65,9 +69,10 @@ for part in $parts; do
         --deals "${TOURNAMENT_DEALS:-400}" --seed "${TOURNAMENT_SEED:-0}" \
         --seconds-per-move "${TOURNAMENT_BUDGET:-0.25}" \
         --determinizations "${TOURNAMENT_DRAWS:-10000}" \
-        --processes "${TOURNAMENT_PROCESSES:-15}" --out /tmp/tournament --json \
+        --processes "${TOURNAMENT_PROCESSES:-15}" --out "${TOURNAMENT_OUT:-/tmp/tournament}" --json \
         > "$OUT/tournament.json" 2> /tmp/tournament.err
       echo "tournament exit $?" | tee -a "$OUT/log.txt"; tail -n 5 /tmp/tournament.err | tee -a "$OUT/log.txt"
-      cp /tmp/tournament/games.parquet /tmp/tournament/summary.parquet "$OUT/" ;;
+      mkdir -p "$OUT/tournament"
+      cp "${TOURNAMENT_OUT:-/tmp/tournament}"/* "$OUT/tournament/" ;;
   esac
 done
