@@ -75,6 +75,7 @@ from tensorcfr.errors import MemoryLimitError, TensorCFRError
 from tensorcfr.utils.resources import (
     DEFAULT_THREADS,
     format_bytes,
+    memory_budget,
     release_free_memory,
     set_threads,
 )
@@ -192,7 +193,9 @@ class TensorCFRSolver:
             :data:`AUTO_FLOAT32_MIN_NODES` nodes, float32 above; :attr:`dtype_auto` says
             whether it was chosen so), ``torch.float64`` or ``torch.float32``.
         max_memory_bytes: refuse (``MemoryLimitError``) when the estimated memory of the tree
-            plus solver exceeds this many bytes; ``None`` means no limit.
+            plus solver exceeds this budget (a game string's walk too): bytes, a size such as
+            ``"8G"``, ``"auto"`` (the default: the memory available now, a CUDA device's free
+            memory on a GPU) or ``None`` (no limit).
         threads: torch intra-op threads, set for the whole process with
             ``torch.set_num_threads`` when the solver is built (default 1, as the CLI's
             ``--threads``: on the 2-core reference machine torch's default thread count made
@@ -253,7 +256,7 @@ class TensorCFRSolver:
                  beta: float | None = None, gamma: float | None = None,
                  device: torch.device | str | None = "cpu",
                  dtype: torch.dtype | str = "auto",
-                 max_memory_bytes: int | None = None,
+                 max_memory_bytes: int | str | None = "auto",
                  threads: int | None = DEFAULT_THREADS, cuda_graph: bool = False) -> None:
         if threads is not None:
             set_threads(threads)
@@ -265,6 +268,7 @@ class TensorCFRSolver:
         if cuda_graph and self.device.type != "cuda":
             raise TensorCFRError(f"cuda_graph needs a CUDA device, not {self.device}")
         resolve_dtype(dtype)  # a bad value fails before the (possibly long) walk
+        max_memory_bytes = memory_budget(max_memory_bytes, self.device)
         tree = self._build_tree(game, max_memory_bytes)
         self.dtype = resolve_dtype(dtype, tree.num_nodes)
         self.dtype_auto = isinstance(dtype, str) and dtype.strip().lower() == "auto"
@@ -883,7 +887,7 @@ class TensorCFRSolver:
 
     @classmethod
     def load(cls, path: str, game: Any = None, device: torch.device | str | None = "cpu",
-             max_memory_bytes: int | None = None) -> "TensorCFRSolver":
+             max_memory_bytes: int | str | None = "auto") -> "TensorCFRSolver":
         """A solver of this class restored from a checkpoint (see :func:`load_checkpoint`;
         ``game`` is the :class:`LevelTree`, or whatever this class's ``_build_tree``
         accepts)."""
@@ -892,7 +896,7 @@ class TensorCFRSolver:
 
 
 def load_checkpoint(path: str, game: Any, device: torch.device | str | None = "cpu",
-                    max_memory_bytes: int | None = None,
+                    max_memory_bytes: int | str | None = "auto",
                     solver_class: "type[TensorCFRSolver] | None" = None,
                     cuda_graph: bool = False) -> TensorCFRSolver:
     """Rebuild a solver from a checkpoint and restore its state (bitwise resume).

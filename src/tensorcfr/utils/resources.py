@@ -43,6 +43,31 @@ def parse_memory(text: str | None) -> int:
     return int(value)
 
 
+def memory_budget(limit: int | str | None, device: Any = None) -> int | None:
+    """The byte budget a ``max_memory_bytes`` argument of the Python API names.
+
+    ``None``: no limit (``None`` back); ``"auto"``: what is available now, the machine's
+    available memory, or a CUDA ``device``'s free memory; a positive int: that many bytes; a
+    size such as ``"8G"``: parsed by :func:`parse_memory`.  Anything else is a
+    :class:`~tensorcfr.errors.TensorCFRError`."""
+    if limit is None:
+        return None
+    if isinstance(limit, bool) or not isinstance(limit, (int, str)):
+        raise TensorCFRError(f"max_memory_bytes must be bytes, a size such as '8G', 'auto' or "
+                             f"None, got {limit!r}")
+    if isinstance(limit, int):
+        if limit <= 0:
+            raise TensorCFRError(f"max_memory_bytes must be positive, got {limit}")
+        return limit
+    if limit.strip().lower() == "auto" and device is not None:
+        import torch
+
+        resolved = torch.device(device)
+        if resolved.type == "cuda":
+            return int(torch.cuda.mem_get_info(resolved)[0])
+    return parse_memory(limit)
+
+
 def format_bytes(n: float) -> str:
     """Human-readable size, e.g. ``1.5 GiB``."""
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):

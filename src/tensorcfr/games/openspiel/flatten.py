@@ -28,7 +28,8 @@ import torch
 from tensorcfr.core.tree import (KIND_CHANCE, KIND_TERMINAL, InfosetKeys, Level, LevelTree,
                                  estimate_tree_bytes)
 from tensorcfr.errors import MemoryLimitError, TensorCFRError
-from tensorcfr.utils.resources import current_rss_bytes, format_bytes, release_free_memory
+from tensorcfr.utils.resources import (current_rss_bytes, format_bytes, memory_budget,
+                                       release_free_memory)
 
 __all__ = ["GameLoadError", "UnsupportedGameError", "load_game", "flatten_game",
            "perfect_recall_violations", "WALK_BYTES_PER_PENDING_STATE", "WALK_BYTES_PER_FRONTIER_STATE",
@@ -176,7 +177,7 @@ def _check_supported(game: "object", name: str) -> None:
         raise UnsupportedGameError(f"{name} has no players")
 
 
-def flatten_game(game: "str | object", *, max_memory_bytes: int | None = None,
+def flatten_game(game: "str | object", *, max_memory_bytes: int | str | None = "auto",
                  dtype: torch.dtype = torch.float64, require_perfect_recall: bool = False,
                  max_nodes: int | None = None,
                  progress: "Callable[[int, int], None] | None" = None) -> LevelTree:
@@ -186,8 +187,10 @@ def flatten_game(game: "str | object", *, max_memory_bytes: int | None = None,
         game: a game string (``"leduc_poker"``, ``"kuhn_poker(players=3)"``) or a loaded
             ``pyspiel.Game``.  Simultaneous games are converted to turn-based.
         max_memory_bytes: budget for the tree plus a solver's working set (estimated from the
-            counts with :func:`estimate_tree_bytes`); ``None`` means no limit.  The check runs
-            after every level, so an oversized game is refused before it is built.
+            counts with :func:`estimate_tree_bytes`): bytes, a size such as ``"8G"``,
+            ``"auto"`` (the default: the memory available when the walk starts) or ``None``
+            (no limit).  The check runs during the walk, so an oversized game is refused
+            before it is built.
         dtype: float dtype of chance probabilities and utilities.
         require_perfect_recall: raise :class:`UnsupportedGameError` unless all histories of
             every infoset share the acting player's previous infoset-action (perfect recall).
@@ -216,7 +219,7 @@ def flatten_game(game: "str | object", *, max_memory_bytes: int | None = None,
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        tree = _flatten(loaded, max_memory_bytes, dtype, max_nodes, progress)
+        tree = _flatten(loaded, memory_budget(max_memory_bytes), dtype, max_nodes, progress)
     finally:
         if gc_was_enabled:
             gc.enable()

@@ -28,9 +28,11 @@ __all__ = ["TensorCFRSolver", "CFRSolver", "CFRPlusSolver", "LinearCFRSolver", "
            "PCFRPlusSolver", "load_checkpoint", "tree_for"]
 
 
-def tree_for(game: Any, max_memory_bytes: int | None = None) -> tuple[LevelTree, Any]:
+def tree_for(game: Any, max_memory_bytes: int | str | None = "auto"
+             ) -> tuple[LevelTree, Any]:
     """``(tree, pyspiel_game_or_None)`` for a game string, ``pyspiel.Game`` or
-    :class:`LevelTree` (the walk refuses early above ``max_memory_bytes``)."""
+    :class:`LevelTree` (the walk refuses early above ``max_memory_bytes``: see
+    :func:`~tensorcfr.games.openspiel.flatten.flatten_game`)."""
     if isinstance(game, LevelTree):
         return game, None
     from tensorcfr.games.openspiel.flatten import flatten_game, load_game
@@ -56,7 +58,7 @@ class _OpenSpielSolver:
 
     @classmethod
     def load(cls, path: str, game: Any = None, device: torch.device | str | None = "cpu",
-             max_memory_bytes: int | None = None) -> "TensorCFRSolver":
+             max_memory_bytes: int | str | None = "auto") -> "TensorCFRSolver":
         """A solver restored from a checkpoint (see :func:`load_checkpoint`; ``game``
         defaults to the checkpoint's own game string)."""
         return load_checkpoint(path, game, device=device, max_memory_bytes=max_memory_bytes)
@@ -103,7 +105,7 @@ class PCFRPlusSolver(_OpenSpielSolver, core_solver.PCFRPlusSolver):
 
 
 def load_checkpoint(path: str, game: Any = None, device: torch.device | str | None = "cpu",
-                    max_memory_bytes: int | None = None) -> TensorCFRSolver:
+                    max_memory_bytes: int | str | None = "auto") -> TensorCFRSolver:
     """Rebuild a solver from a checkpoint (bitwise resume).
 
     ``game`` (game string, ``pyspiel.Game`` or :class:`LevelTree`) defaults to the
