@@ -17,15 +17,15 @@ def test_memory_budget_reads_every_form(monkeypatch: pytest.MonkeyPatch) -> None
     assert memory_budget(None) is None
     assert memory_budget(4096) == 4096
     assert memory_budget("8G") == 8 * 2**30
-    assert memory_budget("auto") == 12345
-    assert memory_budget("auto", device="cpu") == 12345
+    assert memory_budget("auto") == int(resources.AUTO_MEMORY_SHARE * 12345)
+    assert memory_budget("auto", device="cpu") == memory_budget("auto")
     for bad in (0, -1, True, 1.5, "lots"):
         with pytest.raises(TensorCFRError):
             memory_budget(bad)  # type: ignore[arg-type]
 
 
 def test_flatten_and_solvers_refuse_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
-    """With (pretend) 64 KiB available, the default walk of leduc_poker (9,457 nodes) and a
+    """With (pretend) 64 KiB available (a budget of 80% of it), the default walk of leduc_poker (9,457 nodes) and a
     solver built from its name stop with MemoryLimitError; ``None`` lifts the limit."""
     monkeypatch.setattr(resources, "available_memory_bytes", lambda: 64 * 1024)
     with pytest.raises(MemoryLimitError):

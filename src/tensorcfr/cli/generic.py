@@ -122,8 +122,8 @@ def solve_command(
     threads: Optional[int] = typer.Option(None, min=1, max=MAX_THREADS,
                                           help="torch intra-op threads (default 1)."),
     max_memory: str = typer.Option("auto", "--max-memory",
-                                   help="Refuse games needing more, e.g. 8G (default: the "
-                                   "memory available now)."),
+                                   help="Refuse games needing more, e.g. 8G (default: auto, "
+                                   "80% of the memory available now)."),
     save: Optional[Path] = typer.Option(None, "--save", callback=path_check("output-file"),
                                         help="Write a checkpoint here (NPZ): "
                                         "during the run (see --checkpoint-every) and at the "

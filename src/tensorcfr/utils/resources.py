@@ -27,13 +27,20 @@ def available_memory_bytes() -> int:
     return int(psutil.virtual_memory().available)
 
 
+AUTO_MEMORY_SHARE = 0.8
+"""``"auto"`` budgets this share of the memory available now: a walk or solve stopped at its
+budget leaves the rest to the machine (at the whole of it, the process that trips the limit
+has already taken every free byte)."""
+
+
 def parse_memory(text: str | None) -> int:
     """Parse a memory size like ``"8G"``, ``"512MiB"`` or ``"1000000"`` into bytes.
 
-    ``None`` or ``"auto"`` means what the machine has available now.
+    ``None`` or ``"auto"`` means :data:`AUTO_MEMORY_SHARE` of what the machine has available
+    now.
     """
     if text is None or text.strip().lower() in ("", "auto"):
-        return available_memory_bytes()
+        return int(AUTO_MEMORY_SHARE * available_memory_bytes())
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([A-Za-z]*)\s*", text)
     if not m or m.group(2).upper() not in _UNITS:
         raise TensorCFRError(f"cannot read memory size {text!r}: use e.g. 8G, 512M or 1000000")
@@ -46,8 +53,8 @@ def parse_memory(text: str | None) -> int:
 def memory_budget(limit: int | str | None, device: Any = None) -> int | None:
     """The byte budget a ``max_memory_bytes`` argument of the Python API names.
 
-    ``None``: no limit (``None`` back); ``"auto"``: what is available now, the machine's
-    available memory, or a CUDA ``device``'s free memory; a positive int: that many bytes; a
+    ``None``: no limit (``None`` back); ``"auto"``: :data:`AUTO_MEMORY_SHARE` of what is
+    available now, the machine's available memory or a CUDA ``device``'s free memory; a positive int: that many bytes; a
     size such as ``"8G"``: parsed by :func:`parse_memory`.  Anything else is a
     :class:`~tensorcfr.errors.TensorCFRError`."""
     if limit is None:
@@ -64,7 +71,7 @@ def memory_budget(limit: int | str | None, device: Any = None) -> int | None:
 
         resolved = torch.device(device)
         if resolved.type == "cuda":
-            return int(torch.cuda.mem_get_info(resolved)[0])
+            return int(AUTO_MEMORY_SHARE * torch.cuda.mem_get_info(resolved)[0])
     return parse_memory(limit)
 
 
