@@ -54,12 +54,15 @@ class State:
         are copied as lists, anything else with :func:`copy.deepcopy` (the config is immutable
         and copies as itself). OpenSpiel clones a ``python_numeral211`` state, and this engine
         state in it, with ``copy.deepcopy`` at every step of a tree walk."""
-        clone = copy.copy(self)
+        clone = object.__new__(type(self))
+        attributes = clone.__dict__
         for name, value in vars(self).items():
-            if type(value) is list and all(type(v) in (int, str) for v in value):
-                setattr(clone, name, list(value))
+            if value is None or type(value) in (int, str, GameConfig):
+                attributes[name] = value
+            elif type(value) is list and all(type(v) in (int, str) for v in value):
+                attributes[name] = list(value)
             else:
-                setattr(clone, name, copy.deepcopy(value, memo))
+                attributes[name] = copy.deepcopy(value, memo)
         return clone
 
     # ------------------------------------------------------------------ views

@@ -97,17 +97,32 @@ class _Observer:
         return state.info_string(player)
 
 
+class _Cards(tuple):
+    """A tuple of cards (or of hands) that :func:`copy.deepcopy` returns as itself: it is
+    immutable, and OpenSpiel deep-copies a state's attributes at every step of a walk."""
+
+    __slots__ = ()
+
+    def __deepcopy__(self, memo: dict[int, object]) -> "_Cards":
+        return self
+
+
 def _state_class(pyspiel: Any) -> type:
     """The ``pyspiel.State`` subclass: chance deals both hands, then the flop and the turn
     when their round starts; the reference engine (:mod:`.engine`) plays the betting."""
+
+    terminal = pyspiel.PlayerId.TERMINAL
 
     class _State(pyspiel.State):
         def __init__(self, game: Any, config: GameConfig) -> None:
             super().__init__(game)
             self.config = config
-            self.hands: list[tuple[int, int]] = []
-            self.board: list[int] = []
+            # immutable card tuples: OpenSpiel deep-copies every attribute of a state at
+            # every step of a walk, and these copy as themselves (see _Cards)
+            self.hands: _Cards = _Cards()
+            self.board: _Cards = _Cards()
             self.engine: EngineState | None = None
+            self._player = pyspiel.PlayerId.CHANCE  # current_player(), kept by _apply_action
 
         def _dealt(self) -> set[int]:
             return {c for h in self.hands for c in h} | set(self.board)
@@ -118,11 +133,17 @@ def _state_class(pyspiel: Any) -> type:
                 self.config.public_cards[:e.round + 1])
 
         def current_player(self) -> int:
-            if len(self.hands) < 2 or self._needs_card():
+            return self._player
+
+        def _next_player(self) -> int:
+            e = self.engine
+            if e is None:
                 return pyspiel.PlayerId.CHANCE
-            if self.engine.is_terminal:
+            if e.is_terminal:
                 return pyspiel.PlayerId.TERMINAL
-            return self.engine.current_player
+            if len(self.board) < sum(self.config.public_cards[:e.round + 1]):
+                return pyspiel.PlayerId.CHANCE  # the round's public card is still to come
+            return e.current_player
 
         def _legal_actions(self, player: int) -> list[int]:
             return [_ACTION_LETTERS.index(a) for a in self.engine.legal_actions()]
@@ -137,8 +158,13 @@ def _state_class(pyspiel: Any) -> type:
             return [(c, 1.0 / len(ok)) for c in ok]
 
         def _apply_action(self, action: int) -> None:
+            self._deal_or_bet(action)
+            self._player = self._next_player()
+
+        def _deal_or_bet(self, action: int) -> None:
             if len(self.hands) < 2:
-                self.hands.append(tuple(int(c) for c in hand_cards(self.config)[action]))
+                self.hands = _Cards((*self.hands,
+                                     tuple(int(c) for c in hand_cards(self.config)[action])))
                 if len(self.hands) == 2:
                     rest = [c for c in range(self.config.num_cards) if c not in self._dealt()]
                     # the engine needs a full deal; public cards are filled in when dealt
@@ -146,7 +172,7 @@ def _state_class(pyspiel: Any) -> type:
                                               list(self.hands[1]) + rest[:2])
                 return
             if self._needs_card():
-                self.board.append(int(action))
+                self.board = _Cards((*self.board, int(action)))
                 self.engine.deal[4:4 + len(self.board)] = self.board
                 rest = [c for c in range(self.config.num_cards) if c not in self._dealt()]
                 self.engine.deal[4 + len(self.board):] = rest[:2 - len(self.board)]
@@ -161,7 +187,7 @@ def _state_class(pyspiel: Any) -> type:
             return "fold call raise".split()[action]
 
         def is_terminal(self) -> bool:
-            return self.engine is not None and self.engine.is_terminal
+            return self._player == terminal
 
         def returns(self) -> list[float]:
             if not self.is_terminal():
