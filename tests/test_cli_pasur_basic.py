@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from _cli_helpers import cli
 from tensorcfr.cli.main import app
 from tensorcfr.games.pasur.engine.cards import cards_str
 from tensorcfr.games.pasur.engine.rules import random_deal
@@ -169,9 +170,12 @@ def test_subprocess_replay_bad_file_and_illegal(records: dict[str, str]) -> None
 
 
 def test_subprocess_help_and_deal() -> None:
-    proc = run_cli("--help")
+    """The help texts through the entry point in-process, then one real interpreter: the
+    ``python -m tensorcfr.cli.main`` entry point, its exit code and its stdout (each start
+    is about 3 CPU seconds, so one is enough)."""
+    proc = cli("--help")
     assert proc.returncode == 0 and "pasur" in proc.stdout
-    proc = run_cli("pasur", "--help")
+    proc = cli("pasur", "--help")
     assert proc.returncode == 0
     for command in ("deal", "replay", "solve"):
         assert command in proc.stdout

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from _cli_helpers import cli
 from tensorcfr.errors import MemoryLimitError
 from tensorcfr.games.pasur.engine import rules
 from tensorcfr.games.pasur.solving.exact import (
@@ -250,7 +251,7 @@ def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
 
 
 def test_cli_seed_json() -> None:
-    proc = run_cli("--seed", "1", "--json")
+    proc = cli("pasur", "solve", "--seed", "1", "--json")  # in-process: stdout is the JSON only
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.strip().splitlines()
     assert len(lines) == 1
@@ -272,8 +273,12 @@ def _check_one_line_error(code: int, stderr: str, needle: str, context: object) 
 
 
 def test_cli_errors_in_a_subprocess() -> None:
-    for args, needle in (((), "--seed"), (("--deal", "Ac As 9d Kd"), "52 cards")):
-        proc = run_cli(*args)
+    """One error through a real interpreter (exit code 2, one line, no traceback, nothing on
+    stdout), another through the entry point in-process."""
+    for args, needle, run in (((), "--seed", run_cli),
+                              (("--deal", "Ac As 9d Kd"), "52 cards",
+                               lambda *a: cli("pasur", "solve", *a))):
+        proc = run(*args)
         _check_one_line_error(proc.returncode, proc.stderr, needle, args)
         assert proc.stdout == ""
 

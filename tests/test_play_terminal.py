@@ -82,29 +82,11 @@ def test_terminal_end_of_game_analysis_and_quit(tmp_path):
     assert not record.exists()
 
 
-def test_terminal_analysis_shows_score_value_and_costs(tmp_path):
-    record = tmp_path / "g.json"
-    child = _spawn("--seed", "3", "--ai", "random", "--record", str(record))
-    while True:
-        index = child.expect([PROMPT, "final score"])
-        if index == 1:
-            break
-        child.sendline("1")
-    child.expect("record saved to")
-    text = child.before  # everything from "final score" up to the record line
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 0
-    result = replay_record(parse_record(json.loads(record.read_text(encoding="utf-8"))))
-    final = re.search(r"total\s*│\s*(\d+)\s*│\s*(\d+)", text)
-    assert final and (int(final.group(1)), int(final.group(2))) == \
-        (result.alex_points, result.bob_points)
-    assert "Exact value of the deal (optimal play by both): Alex -6" in text
-    assert re.search(r"your plays \(Alex\) gave away \d+ point", text)
-    assert "move list" in text
-
-
-def test_terminal_hidden_hands_is_the_default(tmp_path):
+def test_terminal_hidden_hands_is_the_default_and_its_analysis(tmp_path):
+    """Hidden hands without --mode (no undo, the random agent gives no hints), one whole game
+    to its analysis: the final score is the record's replay, the deal's exact value, what the
+    human's plays gave away and the move list (one game serves both checks: a terminal game
+    is an interpreter start and 48 plays)."""
     record = tmp_path / "h.json"
     child = _spawn("--seed", "3", "--ai", "random", "--record", str(record))
     child.expect(PROMPT)
@@ -128,9 +110,17 @@ def test_terminal_hidden_hands_is_the_default(tmp_path):
     text = child.before
     child.expect(pexpect.EOF)
     child.close()
-    assert "Exact value of the deal" in text and "no cost against an estimate" in text
+    assert child.exitstatus == 0
+    assert "no cost against an estimate" in text
     obj = json.loads(record.read_text(encoding="utf-8"))
     assert obj["mode"] == "hidden" and obj["ai"] == "random" and obj["seed"] == 3
+    result = replay_record(parse_record(obj))
+    final = re.search(r"total\s*│\s*(\d+)\s*│\s*(\d+)", text)
+    assert final and (int(final.group(1)), int(final.group(2))) == \
+        (result.alex_points, result.bob_points)
+    assert "Exact value of the deal (optimal play by both): Alex -6" in text
+    assert re.search(r"your plays \(Alex\) gave away \d+ point", text)
+    assert "move list" in text
     assert isinstance(obj["ai_seed"], int)  # a secure random one, kept to replay the game
 
 
