@@ -82,7 +82,7 @@ def test_terminal_end_of_game_analysis_and_quit(tmp_path):
     assert not record.exists()
 
 
-def test_terminal_hidden_hands_is_the_default_and_its_analysis(tmp_path):
+def test_terminal_hidden_hands_is_the_default(tmp_path):
     """Hidden hands without --mode (no undo, the random agent gives no hints), one whole game
     to its analysis: the final score is the record's replay, the deal's exact value, what the
     human's plays gave away and the move list (one game serves both checks: a terminal game

@@ -196,18 +196,30 @@ def test_a_stuck_ray_start_up_times_out_and_signals_stop_it(tmp_path, timeout_s,
     assert proc.returncode == code and text in err and "Traceback" not in err
 
 
-def test_sigterm_stops_a_batch_between_decks_and_keeps_the_finished_ones(tmp_path) -> None:
+def test_sigterm_stops_a_batch_between_decks_and_keeps_the_finished_ones(tmp_path, capsys,
+                                                                       monkeypatch) -> None:
+    """A batch in a child process: a second batch on its folder is refused and names the
+    holder (issue 19, item 19); SIGTERM then stops the child between decks with the finished
+    ones kept (item 2), and the folder's lock goes with it. One child serves both checks (a
+    child is an interpreter start)."""
     out = tmp_path / "b"
+    out.mkdir()
     proc = cli_process(_batch(out, "0-40"), tmp_path)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not (out / "decks.jsonl").exists():
-        time.sleep(0.2)
-    proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=120)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not (out / "decks.jsonl").exists():
+            time.sleep(0.2)
+        line = refused(_batch(out, "0-40"), capsys, monkeypatch)
+        assert "in use by another batch" in line and f"pid {proc.pid}" in line
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     assert err.strip().startswith("interrupted: stopped by SIGTERM") and "rerun" in err
     done = _journal_decks(out)
     assert 1 <= len(done) < 41 and (out / "decks.parquet").is_file()
+    with folder_lock(out, "batch"):  # released when the holder ended, however it ended
+        pass
 
 
 # ============================================================ 3. interrupts write the checkpoint
@@ -489,23 +501,3 @@ def test_messages_name_the_right_thing_and_keep_brackets(tmp_path, capsys,
     assert run_cli(_batch(out, "0-0"), capsys, monkeypatch)[0] == 0
     line = refused(_batch(out, "0-0")[:-1] + ["3"], capsys, monkeypatch)
     assert "--games 3 (the saved run used 2)" in line
-
-
-# ============================================================ 19. a lock on the output folder
-def test_a_second_batch_on_the_same_folder_is_refused_with_the_holder(tmp_path, capsys,
-                                                                     monkeypatch) -> None:
-    out = tmp_path / "b"
-    out.mkdir()
-    holder = cli_process(["pasur", "batch", "seeds", "--decks", "0-40", "--out", str(out),
-                          "--workers", "0", "--games", "2"], tmp_path)
-    try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and not (out / "decks.jsonl").exists():
-            time.sleep(0.2)
-        line = refused(_batch(out, "0-40"), capsys, monkeypatch)
-        assert "in use by another batch" in line and f"pid {holder.pid}" in line
-    finally:
-        holder.send_signal(signal.SIGTERM)
-        holder.communicate(timeout=120)
-    with folder_lock(out, "batch"):  # released when the holder ended, however it ended
-        pass
