@@ -286,12 +286,16 @@ def test_resume_after_sigkill_gives_the_same_tables(reference, deck_file, tmp_pa
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_stops_cleanly(deck_file, tmp_path, signum):
+    """Exit 130 with one ``interrupted:`` line naming the journal (the command raises
+    InterruptedRun and the entry point prints it once; docs/reliability.md), and a journal
+    of whole lines."""
     out = tmp_path / "stopped"
     proc = _start_cli(deck_file, out)
     _wait_for_journal_lines(proc, out / "games.jsonl")
     proc.send_signal(signum)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130 and "interrupted" in stderr and "Traceback" not in stderr
+    assert stderr.count("interrupted:") == 1 and "games.jsonl" in stderr, stderr
     text = (out / "games.jsonl").read_text()
     assert text.endswith("\n") and all(json.loads(line) for line in text.splitlines())
 

@@ -319,25 +319,6 @@ def test_sigint_during_train_hidden_saves_the_rows_so_far(tmp_path) -> None:
     assert not (out / "hidden_model.ubj").exists()
 
 
-def test_one_interrupted_line_per_tournament(tmp_path) -> None:
-    out = tmp_path / "t"
-    env = dict(os.environ, PYTHONPATH=SRC)
-    proc = subprocess.Popen(
-        [sys.executable, "-c", "from tensorcfr.cli.main import main; main()", "pasur",
-         "tournament", "--agents", "random,greedy", "--deals", "50", "--in-process",
-         "--out", str(out)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True)
-    journal = out / "games.jsonl"
-    deadline = time.monotonic() + 120
-    while not (journal.exists() and journal.read_text().count("\n") >= 1):
-        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-        time.sleep(0.2)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130 and "Traceback" not in err, err
-    assert err.count("interrupted:") == 1 and "games.jsonl" in err, err
-
-
 def test_a_bad_mm_table_names_its_problem(tmp_path) -> None:
     from tensorcfr.games.pasur.learning.analysis import _read_paper_mm
 
