@@ -6,8 +6,6 @@ history check finds."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -134,15 +132,26 @@ def test_perfect_recall_check_matches_history_by_history(game: str) -> None:
     assert tree.metadata["imperfect_recall_infosets"] == count
 
 
-def test_memory_benchmark_runs(tmp_path: Path) -> None:
-    """benchmarks/bench_engine_memory.py on kuhn_poker (one configuration: one process)."""
-    out = tmp_path / "memory.json"
-    done = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks" / "bench_engine_memory.py"), "--games",
-         "kuhn_poker", "--configs", "torch", "--iterations", "2", "--out", str(out)],
-        capture_output=True, text=True, timeout=300, check=False)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert "| kuhn_poker | torch passes" in done.stdout
+def test_memory_benchmark_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """benchmarks/bench_engine_memory.py on kuhn_poker (one configuration: one worker
+    process, the script's own; its ``main()`` runs in this process, as
+    tests/test_numeral211_figure5_bench.py runs its script's)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "bench_engine_memory", REPO / "benchmarks" / "bench_engine_memory.py")
+    bench = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    threads = torch.get_num_threads()
+    try:
+        spec.loader.exec_module(bench)  # (sets one torch thread, as the script does)
+        out = tmp_path / "memory.json"
+        code = bench.main(["--games", "kuhn_poker", "--configs", "torch", "--iterations", "2",
+                           "--out", str(out)])
+    finally:
+        torch.set_num_threads(threads)
+    assert code == 0
+    assert "| kuhn_poker | torch passes" in capsys.readouterr().out
     report = json.loads(out.read_text())
     torch_entry = report["games"][0]["configs"]["torch"]
     assert torch_entry["peak_mb"] >= torch_entry["solver_rss_mb"] - 1e-9
