@@ -194,8 +194,9 @@ class TensorCFRSolver:
             whether it was chosen so), ``torch.float64`` or ``torch.float32``.
         max_memory_bytes: refuse (``MemoryLimitError``) when the estimated memory of the tree
             plus solver exceeds this budget (a game string's walk too): bytes, a size such as
-            ``"8G"``, ``"auto"`` (the default: the memory available now, a CUDA device's free
-            memory on a GPU) or ``None`` (no limit).
+            ``"8G"``, ``"auto"`` (the default: 80 % of the memory available now, of a CUDA
+            device's free memory on a GPU; :func:`~tensorcfr.utils.resources.memory_budget`)
+            or ``None`` (no limit).
         threads: torch intra-op threads, set for the whole process with
             ``torch.set_num_threads`` when the solver is built (default 1, as the CLI's
             ``--threads``: on the 2-core reference machine torch's default thread count made

@@ -188,7 +188,7 @@ def flatten_game(game: "str | object", *, max_memory_bytes: int | str | None = "
             ``pyspiel.Game``.  Simultaneous games are converted to turn-based.
         max_memory_bytes: budget for the tree plus a solver's working set (estimated from the
             counts with :func:`estimate_tree_bytes`): bytes, a size such as ``"8G"``,
-            ``"auto"`` (the default: the memory available when the walk starts) or ``None``
+            ``"auto"`` (the default: 80 % of the memory available when the walk starts) or ``None``
             (no limit).  The check runs during the walk, so an oversized game is refused
             before it is built.
         dtype: float dtype of chance probabilities and utilities.
