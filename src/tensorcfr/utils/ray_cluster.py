@@ -38,6 +38,11 @@ __all__ = ["RAY_CONNECT_TIMEOUT_S", "SignalLatch", "check_ray_address", "connect
 
 RAY_CONNECT_TIMEOUT_S = 120.0
 """Longest a start-up or a connection may take before it is given up (seconds)."""
+JOIN_GCS_ATTEMPTS = 5
+"""Attempts (about a second each) a join of a cluster that answers on its port makes at
+Ray's control service before it gives up (Ray's own default is 20: a client the cluster
+refuses, a missing token, waited 20 s for its one-line error).  Ray's variable
+``RAY_gcs_server_port_wait_time_s``, when set, wins."""
 
 _HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
 _AUTH_REMEDY = ("the cluster may require token authentication: give this machine its token "
@@ -232,8 +237,10 @@ def connect_ray(address: str | None, num_cpus: int, *,
     try:
         with watchdog.active(), _quiet_stderr():
             if address is not None:
-                ray.init(address=address, include_dashboard=False, log_to_driver=False,
-                         logging_level="error")
+                with _environment_default("RAY_gcs_server_port_wait_time_s",
+                                          str(JOIN_GCS_ATTEMPTS)):
+                    ray.init(address=address, include_dashboard=False, log_to_driver=False,
+                             logging_level="error")
             else:
                 # "local": always a new instance of this run's own, whatever else runs on
                 # the machine (a `ray start --head`, RAY_ADDRESS) or ran (a stale
@@ -246,6 +253,20 @@ def connect_ray(address: str | None, num_cpus: int, *,
                              ) from None
     return {"mode": "ray", "address": address or "local",
             "cpus": float(ray.cluster_resources().get("CPU", 0)), "auth": auth or "default"}
+
+
+@contextlib.contextmanager
+def _environment_default(name: str, value: str) -> Iterator[None]:
+    """``os.environ[name] = value`` inside the block where the variable is unset (a
+    later local start of Ray in this process keeps Ray's own default)."""
+    if name in os.environ:
+        yield
+        return
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        os.environ.pop(name, None)
 
 
 def _failure_hint(address: str | None, text: str, auth: str) -> str:
