@@ -394,3 +394,22 @@ def test_a_rows_checkpoint_of_other_options_is_refused_naming_the_option(tmp_pat
     with pytest.raises(TensorCFRError, match="--seed 1 \\(the saved rows used 0\\)"):
         _collect_rows(TrainHiddenSettings(games=2, out=out, seed=1), lambda p: None)
     assert (out / "rows.npz").read_bytes() == before  # kept, not overwritten
+
+
+def test_the_short_join_window_is_set_only_while_joining(monkeypatch) -> None:
+    """A join of a cluster that refuses the client gives up after JOIN_GCS_ATTEMPTS tries
+    (tests/test_reliability_ray.py runs it against a real head); the variable is Ray's, set
+    only inside the join, and a user's own value is kept."""
+    import os
+
+    from tensorcfr.utils.ray_cluster import JOIN_GCS_ATTEMPTS, _environment_default
+
+    name = "RAY_gcs_server_port_wait_time_s"
+    monkeypatch.delenv(name, raising=False)
+    with _environment_default(name, str(JOIN_GCS_ATTEMPTS)):
+        assert os.environ[name] == str(JOIN_GCS_ATTEMPTS)
+    assert name not in os.environ
+    monkeypatch.setenv(name, "30")
+    with _environment_default(name, str(JOIN_GCS_ATTEMPTS)):
+        assert os.environ[name] == "30"
+    assert os.environ[name] == "30"
