@@ -30,10 +30,11 @@ from tensorcfr.utils.journal import append_journal, folder_lock, read_journal
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 SMALL_N211 = ["--ranks", "9TA", "--suits", "2", "--max-bets", "2"]
-N211_BUILD_SECONDS = 8
-"""Time for a child `numeral211 solve` of SMALL_N211 to build its game and start iterating once
-its signal handlers are in place (about 1 s at load 1, several under load; a signal before the
-loop has no checkpoint to write)."""
+N211_BUILD_CPU_SECONDS = 2.5
+"""CPU time a child `numeral211 solve` of SMALL_N211 spends, once its signal handlers are in
+place, before it surely iterates: its build and first iteration take about 1 CPU second (a
+signal before the loop has no checkpoint to write). CPU time, not wall time: a loaded machine
+stretches the wall time of the build, not its CPU time."""
 
 
 def one_line_error(code: int, err: str, expected_code: int = 2) -> str:
@@ -83,6 +84,24 @@ def wait_until_handling_signals(proc: subprocess.Popen, timeout: float = 120.0) 
             return
         time.sleep(0.1)
     raise AssertionError(f"the child did not install its signal handlers in {timeout} s")
+
+
+def wait_for_cpu_seconds(proc: subprocess.Popen, seconds: float, timeout: float = 120.0) -> None:
+    """Wait until the child has used ``seconds`` more CPU time (user + system, from
+    ``/proc/PID/stat``) than when called."""
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def used() -> float:
+        fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+
+    start = used()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        if used() - start >= seconds:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"the child did not use {seconds} s of CPU in {timeout} s")
 
 
 @pytest.fixture()
@@ -228,7 +247,7 @@ def test_ctrl_c_during_numeral211_solve_writes_the_checkpoint_and_says_where(tmp
     proc = cli_process(["numeral211", "solve", *SMALL_N211, "-n", "100000000",
                         "--checkpoint-minutes", "600", "--save", str(ck)], tmp_path)
     wait_until_handling_signals(proc)  # past the imports
-    time.sleep(N211_BUILD_SECONDS)  # past the game's build: iterating
+    wait_for_cpu_seconds(proc, N211_BUILD_CPU_SECONDS)  # past the game's build: iterating
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
@@ -241,7 +260,7 @@ def test_ctrl_c_during_numeral211_solve_writes_the_checkpoint_and_says_where(tmp
 def test_an_interrupt_without_save_still_says_interrupted(tmp_path) -> None:
     proc = cli_process(["numeral211", "solve", *SMALL_N211, "-n", "100000000"], tmp_path)
     wait_until_handling_signals(proc)
-    time.sleep(N211_BUILD_SECONDS)
+    wait_for_cpu_seconds(proc, N211_BUILD_CPU_SECONDS)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130 and "interrupted" in err and "--save" in err
