@@ -450,6 +450,46 @@ def test_docs_relative_links_resolve(page: Path) -> None:
     assert not broken, "\n".join(broken)
 
 
+def _heading_anchors(page: Path) -> set[str]:
+    """The anchors GitHub gives ``page``'s headings: the text without markup, lower case,
+    punctuation other than ``-`` and ``_`` dropped, spaces as ``-``; a repeated one gets
+    ``-1``, ``-2``, ..."""
+    anchors: set[str] = set()
+    seen: dict[str, int] = {}
+    in_code = False
+    for line in page.read_text(encoding="utf-8").splitlines():
+        if line.startswith("```"):
+            in_code = not in_code
+            continue
+        heading = None if in_code else re.match(r"#{1,6}\s+(.*?)\s*#*\s*$", line)
+        if heading is None:
+            continue
+        text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading.group(1).replace("`", ""))
+        slug = re.sub(r"[^\w\- ]", "", text.strip().lower()).replace(" ", "-")
+        count = seen.get(slug, 0)
+        seen[slug] = count + 1
+        anchors.add(slug if count == 0 else f"{slug}-{count}")
+    return anchors
+
+
+@pytest.mark.parametrize("page", doc_pages(),
+                         ids=[p.relative_to(ROOT).as_posix() for p in doc_pages()])
+def test_docs_anchor_links_name_a_heading(page: Path) -> None:
+    """Every link to ``#anchor`` (in the page or in another page of the repository) names a
+    heading that page has."""
+    broken = []
+    for number, target in _links(page):
+        if re.match(r"[a-z]+:", target) or "#" not in target:
+            continue
+        path, anchor = target.split("#", 1)
+        dest = page if not path else page.parent / path
+        if dest.suffix != ".md" or not dest.is_file():
+            continue
+        if anchor not in _heading_anchors(dest):
+            broken.append(f"{page.relative_to(ROOT)}:{number}: {target}")
+    assert not broken, "\n".join(broken)
+
+
 def test_every_benchmark_page_is_listed_in_readme() -> None:
     """Every page under docs/benchmarks/ is linked from README.md (its Documentation list),
     so none is reachable from nowhere."""
