@@ -54,7 +54,8 @@ LAYERS: dict[str, tuple[str, ...]] = {
 #: agents and the runs built on them.
 STAGES: dict[str, tuple[str, ...]] = {
     "games.pasur": ("vocab", "engine", "solving", "playing", "learning", "agents", "batch",
-                    "selfplay_run", "tournament", "tournament_price", "exploitability"),
+                    "selfplay_run", "tournament", "tournament_price", "tournament_merge",
+                    "exploitability"),
     "games.numeral211": ("game", "abstraction", "solving", "runs"),
 }
 

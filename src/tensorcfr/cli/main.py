@@ -83,6 +83,7 @@ def _register() -> None:
         "analyze": pasur_batch.analyze_command,
         "tournament": pasur_tournament.tournament_command,
         "tournament-price": pasur_tournament.tournament_price_command,
+        "tournament-merge": pasur_tournament.tournament_merge_command,
         "agent-exploitability": pasur_exploitability.agent_exploitability_command,
         "train-hidden": pasur_hidden.train_hidden_command,
         "train-round-value": pasur_round_value.train_round_value_command,

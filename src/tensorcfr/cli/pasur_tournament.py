@@ -2,7 +2,10 @@
 itself is :func:`tensorcfr.games.pasur.tournament.run_tournament`), and ``tensorcfr pasur
 tournament-price``: where each agent of a tournament loses points against open-hands play,
 by round and seat (:func:`tensorcfr.games.pasur.tournament_price.run_price_analysis`; also
-run by ``pasur tournament --price``).  This module only parses options and prints."""
+run by ``pasur tournament --price``), and ``tensorcfr pasur tournament-merge``: one table and
+cross table of several tournament folders
+(:func:`tensorcfr.games.pasur.tournament_merge.merge_tournaments`).  This module only parses
+options and prints."""
 
 from __future__ import annotations
 
@@ -294,5 +297,46 @@ def tournament_price_command(
     print_price(result)
 
 
+def tournament_merge_command(
+    runs: list[str] = typer.Option(..., "--run", callback=path_check("input-dir",
+                                                                     what="tournament folder"),
+                                   help="A tournament folder (the --out of `pasur "
+                                   "tournament`); repeat for each, the first given wins a "
+                                   "deal two folders share."),
+    out: Optional[str] = typer.Option(None, "--out", callback=path_check("output-dir"),
+                                      help="Folder for the merged summary.parquet, "
+                                      "cross_table.png and merge.json (default: print only)."),
+    json_out: bool = typer.Option(False, "--json", help="Print one JSON object (key `pairs`) "
+                                  "instead of text."),
+) -> None:
+    """One table of several duplicate tournaments: every pair any of them played, its deals
+    pooled where the agents played alike."""
+    from tensorcfr.games.pasur.tournament_merge import MergeSettings, merge_tournaments
+
+    try:
+        result = merge_tournaments(MergeSettings(
+            runs=tuple(Path(r) for r in runs), out=None if out is None else Path(out)))
+    except TensorCFRError as exc:
+        fail(str(exc), exc.exit_code)
+        return
+    if json_out:
+        print_json(result.as_dict())
+        return
+    n_pairs, n_runs = len(result.pairs), len(result.runs)
+    console.print(f"{n_pairs} pair{'' if n_pairs == 1 else 's'} of {len(result.agents)} agents "
+                  f"from {n_runs} tournament folder{'' if n_runs == 1 else 's'}; points per "
+                  "deal, A minus B (95% interval over deals)", highlight=False, soft_wrap=True)
+    for p in result.pairs:
+        ci = "no interval" if p.ci95 is None else f"[{p.ci95[0]:+.2f}, {p.ci95[1]:+.2f}]"
+        sources = ", ".join(result.sources[(p.a, p.b)])
+        console.print(f"{p.a} vs {p.b}: {_fmt(p.mean_diff)} {ci}, {p.deals} deals "
+                      f"({sources})", highlight=False, soft_wrap=True)
+    if result.out is not None:
+        from tensorcfr.games.pasur.tournament import CROSS_TABLE, SUMMARY_TABLE
+
+        console.print(f"wrote {result.out / SUMMARY_TABLE} and {result.out / CROSS_TABLE}",
+                      highlight=False, soft_wrap=True)
+
+
 __all__ = ["print_price", "price_progress_printer", "tournament_command",
-           "tournament_price_command"]
+           "tournament_merge_command", "tournament_price_command"]

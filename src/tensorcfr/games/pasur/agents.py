@@ -195,42 +195,51 @@ class AgentEntry:
             ones it uses).
         sees_everything: the agent is handed the true state (a cheating reference): the
             page says it sees your hand.
+        reads: the options of :meth:`AgentOptions.identity` its plays depend on (results
+            of runs whose options differ elsewhere may be pooled for it).
     """
 
     description: str
     build: Callable[[AgentOptions], HiddenAgent]
     sees_everything: bool = False
+    reads: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.description.strip():
             raise ValueError("a registered agent needs a description")
 
 
+_SEARCH = ("determinizations", "seconds_per_move")
 AGENTS: dict[str, AgentEntry] = {
     "random": AgentEntry("plays a uniformly random legal move", lambda options: RandomAgent()),
     "greedy": AgentEntry("takes the play worth most points now", lambda options: GreedyAgent()),
     "pimc": AgentEntry("draws the hidden cards many times and plays the best play on average "
                        "(perfect-information Monte Carlo)",
-                       lambda options: _pimc_agent(PimcAgent, options)),
+                       lambda options: _pimc_agent(PimcAgent, options), reads=_SEARCH),
     "pimc-infer": AgentEntry("plays as pimc, with its draws weighted by what your plays "
                              "suggest about your hand",
-                             lambda options: _pimc_agent(PimcInferAgent, options)),
+                             lambda options: _pimc_agent(PimcInferAgent, options),
+                             reads=_SEARCH),
     "round-search": AgentEntry("draws your hand many times, searches each draw to the end of "
                                "the round and values the rest of the game over the deals still "
                                "possible: it does not assume it knows the cards to come",
-                               lambda options: _pimc_agent(RoundSearchAgent, options)),
+                               lambda options: _pimc_agent(RoundSearchAgent, options),
+                               reads=_SEARCH),
     "hidden-model": AgentEntry("plays a policy learned from hidden-hand self-play",
                                lambda options: HiddenModelAgent(options.model,
-                                                                threads=options.threads)),
+                                                                threads=options.threads),
+                               reads=("model",)),
     "distilled": AgentEntry("plays a policy learned from round-search's choices (one round of "
                             "expert iteration), in a small fraction of a millisecond",
                             _distilled_agent),
     "ismcts": AgentEntry("searches a tree of what it can see (information-set Monte Carlo "
                          "tree search), a number of simulations per move",
                          lambda options: ISMCTSAgent(simulations=options.simulations,
-                                                     max_seconds=options.seconds_per_move)),
+                                                     max_seconds=options.seconds_per_move),
+                         reads=("simulations", "seconds_per_move")),
     "ismcts-time": AgentEntry("searches as ismcts, for its whole time budget per move",
-                              lambda options: timed_ismcts_agent(options.seconds_per_move)),
+                              lambda options: timed_ismcts_agent(options.seconds_per_move),
+                              reads=("seconds_per_move",)),
     "exact": AgentEntry("cheats: sees every card and plays the open-hands optimum (a "
                         "reference)", lambda options: ExactAgent(device=options.device),
                         sees_everything=True),

@@ -73,8 +73,10 @@ __all__ = [
     "duplicate_interval",
     "play_codes",
     "plays_from_codes",
+    "read_tournament",
     "run_tournament",
     "summarize_pairs",
+    "summary_schema",
 ]
 
 TOURNAMENT_FORMAT = "tensorcfr-pasur-tournament-1"
@@ -632,7 +634,8 @@ def _games_schema() -> Any:
         ("deal_cards", pa.list_(pa.int8()))])
 
 
-def _summary_schema() -> Any:
+def summary_schema() -> Any:
+    """The pyarrow schema of ``summary.parquet``."""
     import pyarrow as pa
 
     fields = [("a", pa.string()), ("b", pa.string()), ("deals", pa.int64()),
@@ -656,10 +659,37 @@ def _write_tables(settings: TournamentSettings, deals: _Deals) -> list[PairSumma
     summaries = summarize_pairs(settings.pairs, games)
     for name, rows, schema in ((GAMES_TABLE, games, _games_schema()),
                                (SUMMARY_TABLE, [s.table_row() for s in summaries],
-                                _summary_schema())):
+                                summary_schema())):
         with atomic_path(settings.out / name) as tmp:
             pq.write_table(pa.Table.from_pylist(rows, schema=schema), str(tmp))
     return summaries
+
+
+def read_tournament(run: str | Path, columns: dict[str, Any], nullable: Sequence[str] = ()
+                    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A tournament folder's identity (``tournament.json``) and the rows of its
+    ``games.parquet`` (``columns``: name -> type, checked; ``nullable``: those that may be
+    null); one-line errors for a folder that is not a finished-enough
+    tournament's (no identity, another format, no games table yet, a damaged table)."""
+    from tensorcfr.utils.reading import check_input_folder, load_json, load_parquet_rows
+
+    folder = check_input_folder(run, "tournament folder")
+    identity_file = folder / IDENTITY_FILE
+    if not identity_file.exists():
+        raise TensorCFRError(f"{folder} is not a tournament folder (no {IDENTITY_FILE}); give "
+                             "the --out folder of `pasur tournament`")
+    identity = load_json(identity_file, "tournament identity")
+    agents = identity.get("agents") if isinstance(identity, dict) else None
+    if not isinstance(identity, dict) or identity.get("format") != TOURNAMENT_FORMAT or \
+            not isinstance(agents, list) or not all(isinstance(a, str) for a in agents):
+        raise TensorCFRError(f"{identity_file} is not a tournament identity "
+                             f"(format {TOURNAMENT_FORMAT})")
+    table = folder / GAMES_TABLE
+    if not table.exists():
+        raise TensorCFRError(f"{folder} holds no {GAMES_TABLE} yet (no game has finished)")
+    rows = load_parquet_rows(table, "tournament games table", columns,
+                             nullable=tuple(nullable))
+    return identity, rows
 
 
 def draw_cross_table(agents: Sequence[str], pairs: Sequence[PairSummary],
@@ -693,12 +723,17 @@ def draw_cross_table(agents: Sequence[str], pairs: Sequence[PairSummary],
     scale = float(np.abs(finite).max()) if finite.size and np.abs(finite).max() > 0 else 1.0
     size = 1.6 + 1.5 * n
     fig, ax = plt.subplots(figsize=(size, size * 0.85))
-    image = ax.imshow(values, cmap="RdBu_r", vmin=-scale, vmax=scale)
+    # (a pair with no finished deal: grey, not the white of 0)
+    cmap = plt.get_cmap("RdBu_r").with_extremes(bad="#e6e6e6")
+    diagonal = np.eye(n, dtype=bool)
+    image = ax.imshow(np.ma.masked_where(~np.isfinite(values) & ~diagonal, values), cmap=cmap,
+                      vmin=-scale, vmax=scale)
     for r in range(n):
         for c in range(n):
             dark = np.isfinite(values[r, c]) and abs(values[r, c]) > 0.6 * scale
-            ax.text(c, r, "-" if r == c else labels[r][c], ha="center", va="center",
-                    fontsize=8, color="white" if dark else "black")
+            text = "-" if r == c else labels[r][c] or "not played"
+            ax.text(c, r, text, ha="center", va="center", fontsize=8,
+                    color="white" if dark else "black")
     ax.set_xticks(range(n), agents)
     ax.set_yticks(range(n), agents)
     ax.set_xlabel("column agent")

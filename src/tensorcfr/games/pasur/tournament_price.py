@@ -408,26 +408,11 @@ _GAME_COLUMNS = {"a": str, "b": str, "deal": int, "seating": int, "alex": str, "
 def _read_run(run: Path) -> tuple[tuple[str, ...], list[dict[str, Any]]]:
     """The tournament's agents and its finished games (``games.parquet`` rows with status
     ok and an exact value); one-line errors for a folder that is not a tournament's."""
-    from tensorcfr.games.pasur.tournament import GAMES_TABLE, IDENTITY_FILE, TOURNAMENT_FORMAT
-    from tensorcfr.utils.reading import (check_input_folder, damaged, load_json,
-                                         load_parquet_rows)
+    from tensorcfr.games.pasur.tournament import GAMES_TABLE, read_tournament
+    from tensorcfr.utils.reading import damaged
 
-    folder = check_input_folder(run, "tournament folder")
-    identity_file = folder / IDENTITY_FILE
-    if not identity_file.exists():
-        raise TensorCFRError(f"{folder} is not a tournament folder (no {IDENTITY_FILE}); give "
-                             "the --out folder of `pasur tournament`")
-    identity = load_json(identity_file, "tournament identity")
-    agents = identity.get("agents") if isinstance(identity, dict) else None
-    if not isinstance(identity, dict) or identity.get("format") != TOURNAMENT_FORMAT or \
-            not isinstance(agents, list) or not all(isinstance(a, str) for a in agents):
-        raise TensorCFRError(f"{identity_file} is not a tournament identity "
-                             f"(format {TOURNAMENT_FORMAT})")
-    table = folder / GAMES_TABLE
-    if not table.exists():
-        raise TensorCFRError(f"{folder} holds no {GAMES_TABLE} yet (no game has finished)")
-    rows = load_parquet_rows(table, "tournament games table", _GAME_COLUMNS,
-                             nullable=("utility", "exact_value"))
+    identity, rows = read_tournament(run, _GAME_COLUMNS, nullable=("utility", "exact_value"))
+    table = Path(run) / GAMES_TABLE
     games = []
     for number, row in enumerate(rows):
         codes = row.get("play_codes")
@@ -438,7 +423,7 @@ def _read_run(run: Path) -> tuple[tuple[str, ...], list[dict[str, Any]]]:
         if row["status"] == "ok" and row["exact_value"] is not None and \
                 row["utility"] is not None:
             games.append(row)
-    return tuple(agents), games
+    return tuple(identity["agents"]), games
 
 
 def _game_id(row: dict[str, Any]) -> str:

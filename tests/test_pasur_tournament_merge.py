@@ -1,0 +1,140 @@
+"""`pasur tournament-merge`: several tournament folders as one table (pooled deals, pairs turned
+round, shared deals counted once, options that differ refused)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from _cli_helpers import cli
+from tensorcfr.errors import TensorCFRError
+from tensorcfr.games.pasur.tournament import (TournamentSettings, duplicate_interval,
+                                              run_tournament)
+from tensorcfr.games.pasur.tournament_merge import MergeSettings, merge_tournaments
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def _run(out, agents, deals, seed):
+    run_tournament(TournamentSettings(agents=agents, out=out, deals=deals, seed=seed,
+                                      in_process=True))
+    return out
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    base = tmp_path_factory.mktemp("merge")
+    return {"a": _run(base / "a", ("greedy", "random"), 3, 0),
+            "b": _run(base / "b", ("random", "greedy"), 3, 100),  # the pair turned round
+            "c": _run(base / "c", ("greedy", "random"), 2, 1)}  # deals 1-2: a's deals 1-2
+
+
+def _deal_diffs(folder, flip=False):
+    rows = pq.read_table(folder / "games.parquet").to_pylist()
+    by_deal = {}
+    for r in rows:
+        by_deal.setdefault(r["deal"], []).append(r["a_diff"])
+    sign = -1 if flip else 1
+    return [sign * sum(d) / 2 for _, d in sorted(by_deal.items())]
+
+
+def test_one_folder_gives_its_own_summary(runs):
+    merged = merge_tournaments(MergeSettings(runs=(runs["a"],)))
+    own = pq.read_table(runs["a"] / "summary.parquet").to_pylist()[0]
+    (pair,) = merged.pairs
+    assert (pair.a, pair.b, pair.deals) == (own["a"], own["b"], own["deals"]) == \
+        ("greedy", "random", 3)
+    assert pair.mean_diff == pytest.approx(own["mean_diff"], abs=1e-12)
+    assert pair.ci95 == pytest.approx((own["ci95_low"], own["ci95_high"]), abs=1e-12)
+    assert merged.sources[("greedy", "random")] == [str(runs["a"])]
+    assert merged.options[("greedy", "random")] == {"greedy": {}, "random": {}}
+
+
+def test_a_pair_turned_round_pools_its_deals(runs):
+    merged = merge_tournaments(MergeSettings(runs=(runs["a"], runs["b"])))
+    (pair,) = merged.pairs
+    assert (pair.a, pair.b, pair.deals, pair.games) == ("greedy", "random", 6, 12)
+    expected = _deal_diffs(runs["a"]) + _deal_diffs(runs["b"], flip=True)
+    mean, interval, sd = duplicate_interval(expected)
+    assert pair.mean_diff == pytest.approx(mean, abs=1e-12)
+    assert pair.ci95 == pytest.approx(interval, abs=1e-12)
+    assert pair.sd_diff == pytest.approx(sd, abs=1e-12)
+    # turned the other way round, the same statistics with the sign changed
+    back = merge_tournaments(MergeSettings(runs=(runs["b"], runs["a"]))).pairs[0]
+    assert (back.a, back.b, back.deals) == ("random", "greedy", 6)
+    assert back.mean_diff == pytest.approx(-mean, abs=1e-12)
+    assert back.price["random"] == pytest.approx(pair.price["random"])
+
+
+def test_a_deal_two_folders_played_counts_once(runs):
+    merged = merge_tournaments(MergeSettings(runs=(runs["a"], runs["c"])))
+    (pair,) = merged.pairs
+    assert pair.deals == 3  # c's two deals are a's deals 1 and 2
+    assert merged.sources[("greedy", "random")] == [str(runs["a"])]
+    own = merge_tournaments(MergeSettings(runs=(runs["a"],))).pairs[0]
+    assert pair.mean_diff == own.mean_diff
+
+
+def _relabel(src, dst, agent, seconds):
+    """A copy of tournament ``src`` with ``random`` renamed ``agent`` and the given budget
+    (the merge reads names and options only; the games stay what they were)."""
+    shutil.copytree(src, dst)
+    identity = json.loads((dst / "tournament.json").read_text())
+    identity["agents"] = [agent if a == "random" else a for a in identity["agents"]]
+    identity["seconds_per_move"] = seconds
+    (dst / "tournament.json").write_text(json.dumps(identity))
+    table = pq.read_table(dst / "games.parquet")
+    for column in ("a", "b", "alex", "bob"):
+        values = [agent if v == "random" else v for v in table.column(column).to_pylist()]
+        table = table.set_column(table.schema.get_field_index(column), column,
+                                 pa.array(values, pa.string()))
+    pq.write_table(table, dst / "games.parquet")
+    return dst
+
+
+def test_options_that_change_a_pair_are_refused_and_others_ignored(runs, tmp_path):
+    fast = _relabel(runs["a"], tmp_path / "fast", "ismcts-time", 0.25)
+    slow = _relabel(runs["b"], tmp_path / "slow", "ismcts-time", 1.0)
+    with pytest.raises(TensorCFRError, match=r"greedy vs ismcts-time was played with other "
+                       r"options in .*slow than in .*fast \(ismcts-time seconds_per_move\)"):
+        merge_tournaments(MergeSettings(runs=(fast, slow)))
+    # greedy and random read no option: another budget does not keep them apart
+    other_budget = _relabel(runs["b"], tmp_path / "other", "random", 9.0)
+    merged = merge_tournaments(MergeSettings(runs=(runs["a"], other_budget)))
+    assert merged.pairs[0].deals == 6
+
+
+def test_bad_input_is_one_line(runs, tmp_path):
+    with pytest.raises(TensorCFRError, match="given twice"):
+        MergeSettings(runs=(runs["a"], runs["a"]))
+    with pytest.raises(TensorCFRError, match="at least one"):
+        MergeSettings(runs=())
+    (tmp_path / "empty").mkdir()
+    proc = cli("pasur", "tournament-merge", "--run", str(runs["a"]), "--run",
+               str(tmp_path / "empty"))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        f"error: {tmp_path / 'empty'} is not a tournament folder (no tournament.json); give "
+        "the --out folder of `pasur tournament`"]
+
+
+def test_cli_writes_the_merged_tables_and_json(runs, tmp_path):
+    out = tmp_path / "merged"
+    proc = cli("pasur", "tournament-merge", "--run", str(runs["a"]), "--run", str(runs["b"]),
+               "--out", str(out), "--json")
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert [(p["a"], p["b"], p["deals"]) for p in result["pairs"]] == [("greedy", "random", 6)]
+    assert result["pairs"][0]["sources"] == [str(runs["a"]), str(runs["b"])]
+    assert result["runs"] == [str(runs["a"]), str(runs["b"])]
+    summary = pq.read_table(out / "summary.parquet").to_pylist()
+    assert summary[0]["deals"] == 6 and summary[0]["sources"] == result["pairs"][0]["sources"]
+    assert (out / "cross_table.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert json.loads((out / "merge.json").read_text())["runs"] == result["runs"]
+    text = cli("pasur", "tournament-merge", "--run", str(runs["a"]))
+    assert text.returncode == 0 and "greedy vs random:" in text.stdout
+    assert not (runs["a"] / "merge.json").exists()  # nothing written into a tournament
