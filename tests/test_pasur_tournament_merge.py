@@ -138,3 +138,30 @@ def test_cli_writes_the_merged_tables_and_json(runs, tmp_path):
     text = cli("pasur", "tournament-merge", "--run", str(runs["a"]))
     assert text.returncode == 0 and "greedy vs random:" in text.stdout
     assert not (runs["a"] / "merge.json").exists()  # nothing written into a tournament
+
+
+# The merge pools a pair's results across folders whose options differ only where neither agent
+# reads them (AgentEntry.reads): check that declaration against the agents themselves.
+_UNREAD_VALUES = {"determinizations": (2, 3), "seconds_per_move": (None, 30.0),
+                  "simulations": (20, 21), "model": (None, "/nonexistent/model")}
+_TIME_DRIVEN = {"ismcts-time"}  # searches for its budget: plays vary from run to run anyway
+
+
+@pytest.mark.parametrize("name", [n for n in __import__(
+    "tensorcfr.games.pasur.agents", fromlist=["AGENTS"]).AGENTS if n not in _TIME_DRIVEN])
+def test_an_option_an_agent_does_not_declare_does_not_change_its_plays(name) -> None:
+    from tensorcfr.games.pasur.agents import AGENTS, AgentOptions, make_agent
+    from tensorcfr.games.pasur.engine import rules
+    from tensorcfr.games.pasur.playing.match import play_game
+
+    reads = AGENTS[name].reads
+    # what the agent reads stays fixed (small and without a clock: plays are repeatable)
+    fixed = {"determinizations": 2, "seconds_per_move": None, "simulations": 20, "model": None}
+    deal = rules.random_deal(5)
+    histories = []
+    for pick in (0, 1):
+        values = {o: (fixed[o] if o in reads else _UNREAD_VALUES[o][pick]) for o in fixed}
+        agent = make_agent(name, AgentOptions(**values))
+        histories.append(play_game(deal, agent, make_agent("greedy"), seed=7).state.history)
+    assert histories[0] == histories[1], f"{name} plays differently with an option it does " \
+        f"not declare in AgentEntry.reads ({reads})"
