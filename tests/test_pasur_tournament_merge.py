@@ -113,6 +113,8 @@ def test_bad_input_is_one_line(runs, tmp_path):
         MergeSettings(runs=(runs["a"], runs["a"]))
     with pytest.raises(TensorCFRError, match="at least one"):
         MergeSettings(runs=())
+    with pytest.raises(TensorCFRError, match="is one of the --run folders"):
+        MergeSettings(runs=(runs["a"], runs["b"]), out=runs["b"])
     (tmp_path / "empty").mkdir()
     proc = cli("pasur", "tournament-merge", "--run", str(runs["a"]), "--run",
                str(tmp_path / "empty"))

@@ -67,6 +67,10 @@ class MergeSettings:
         for i, run in enumerate(resolved):
             if run in resolved[:i]:
                 raise TensorCFRError(f"--run: {self.runs[i]} is given twice")
+        if self.out is not None and Path(self.out).resolve() in resolved:
+            raise TensorCFRError(f"--out {self.out} is one of the --run folders: the merge "
+                                 "would overwrite that tournament's own tables; give another "
+                                 "folder")
 
 
 @dataclass
