@@ -57,6 +57,7 @@ SLOW_FILE_SECONDS: dict[str, float] = {
     "test_play_hardening.py": 20,
     "test_output_paths.py": 19,
     "test_pasur_policy_model.py": 18,
+    "test_pasur_tournament_merge.py": 15,
     "test_core_numba.py": 16,
     "test_numeral211_cli.py": 16,
     "test_pasur_ismcts.py": 15,
