@@ -12,6 +12,7 @@ import pytest
 
 from _cli_helpers import cli
 from tensorcfr.errors import TensorCFRError
+from tensorcfr.games.pasur.agents import AGENTS
 from tensorcfr.games.pasur.tournament import (TournamentSettings, duplicate_interval,
                                               run_tournament)
 from tensorcfr.games.pasur.tournament_merge import MergeSettings, merge_tournaments
@@ -149,10 +150,9 @@ _UNREAD_VALUES = {"determinizations": (2, 3), "seconds_per_move": (None, 30.0),
 _TIME_DRIVEN = {"ismcts-time"}  # searches for its budget: plays vary from run to run anyway
 
 
-@pytest.mark.parametrize("name", [n for n in __import__(
-    "tensorcfr.games.pasur.agents", fromlist=["AGENTS"]).AGENTS if n not in _TIME_DRIVEN])
+@pytest.mark.parametrize("name", [n for n in AGENTS if n not in _TIME_DRIVEN])
 def test_an_option_an_agent_does_not_declare_does_not_change_its_plays(name) -> None:
-    from tensorcfr.games.pasur.agents import AGENTS, AgentOptions, make_agent
+    from tensorcfr.games.pasur.agents import AgentOptions, make_agent
     from tensorcfr.games.pasur.engine import rules
     from tensorcfr.games.pasur.playing.match import play_game
 

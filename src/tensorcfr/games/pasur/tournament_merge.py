@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from tensorcfr.errors import TensorCFRError
-from tensorcfr.games.pasur.agents import AGENTS
+from tensorcfr.games.pasur.agents import AGENTS, AgentOptions
 from tensorcfr.games.pasur.tournament import (CROSS_TABLE, SUMMARY_TABLE, PairSummary,
                                               draw_cross_table, read_tournament,
                                               summarize_pairs, summary_schema)
@@ -100,9 +100,8 @@ class MergeResult:
 
 def _reads(name: str) -> tuple[str, ...]:
     entry = AGENTS.get(name)
-    # an agent no longer registered: every option may matter to it
-    return entry.reads if entry is not None else ("determinizations", "seconds_per_move",
-                                                  "simulations", "model")
+    # an agent no longer registered: every option of a run's identity may matter to it
+    return entry.reads if entry is not None else tuple(AgentOptions().identity())
 
 
 def _turned(row: dict[str, Any]) -> dict[str, Any]:
@@ -130,25 +129,22 @@ def merge_tournaments(settings: MergeSettings) -> MergeResult:
             key = (row["a"], row["b"])
             if key not in sources and (key[1], key[0]) in sources:
                 key, row = (key[1], key[0]), _turned(row)
-            for name in key:
-                if name not in agents:
-                    agents.append(name)
-            if key not in sources:
-                pairs.append(key)
-                sources[key] = []
-                seen_deals[key] = set()
-                options[key] = {name: {o: identity.get(o) for o in _reads(name)}
-                                for name in key}
-                first_source[key] = str(run)
-            else:
+            if key not in used:  # the pair's first row in this folder: its options
                 mine = {name: {o: identity.get(o) for o in _reads(name)} for name in key}
-                if mine != options[key]:
+                if key not in sources:
+                    agents.extend(name for name in key if name not in agents)
+                    pairs.append(key)
+                    sources[key] = []
+                    seen_deals[key] = set()
+                    options[key] = mine
+                    first_source[key] = str(run)
+                elif mine != options[key]:
                     differ = sorted(f"{name} {o}" for name in key for o in mine[name]
                                     if mine[name][o] != options[key][name][o])
                     raise TensorCFRError(
-                        f"{key[0]} vs {key[1]} was played with other options in {run} than in "
-                        f"{first_source[key]} ({', '.join(differ)}): merge runs whose agents "
-                        "played alike")
+                        f"{key[0]} vs {key[1]} was played with other options in {run} than "
+                        f"in {first_source[key]} ({', '.join(differ)}): merge runs whose "
+                        "agents played alike")
             used.setdefault(key, {}).setdefault(row["deal"], []).append(row)
         # (a deal's two games come from this folder; a deal another folder gave both games
         # of is left out)
