@@ -125,7 +125,7 @@ def _tournament_rows() -> list[dict[str, Any]]:
                          "kind": "game", "status": "ok", "error": None, "utility": 2 - seating,
                          "alex_points": 10, "bob_points": 8, "a_diff": 1,
                          "alex_move_seconds_median": 0.01, "bob_move_seconds_median": 0.02,
-                         "plays": 48, "seconds": 0.5})
+                         "plays": 48, "play_codes": [deal + seating] * 48, "seconds": 0.5})
     return rows
 
 
@@ -149,6 +149,59 @@ def _tournament_journal(folder: Path) -> Sample:
         return _journal_rows(path)
 
     return Sample(path, read)
+
+
+def _finished_tournament(folder: Path) -> Path:
+    """A tournament folder as a run leaves it: identity, journal and tables (two deals)."""
+    from tensorcfr.games.pasur.tournament import (IDENTITY_FILE, TournamentSettings, _Deals,
+                                                  _identity, _write_tables)
+
+    out = folder / "finished"
+    out.mkdir()
+    settings = TournamentSettings(agents=("random", "greedy"), out=out, deals=2,
+                                  in_process=True)
+    (out / "games.jsonl").write_text("".join(json.dumps(row) + "\n"
+                                             for row in _tournament_rows()))
+    (out / IDENTITY_FILE).write_text(json.dumps(_identity(settings, "")))
+    _write_tables(settings, _Deals(settings))
+    return out
+
+
+def _tournament_games_table(folder: Path) -> Sample:
+    from tensorcfr.games.pasur.tournament_merge import MergeSettings, merge_tournaments
+
+    out = _finished_tournament(folder)
+    return Sample(out / "games.parquet",
+                  lambda: merge_tournaments(MergeSettings(runs=(out,))))
+
+
+def _tournament_games_for_price(folder: Path) -> Sample:
+    from tensorcfr.games.pasur.tournament_price import _read_run
+
+    out = _finished_tournament(folder)
+    return Sample(out / "games.parquet", lambda: _read_run(out))
+
+
+def _tournament_price_table(folder: Path) -> Sample:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from tensorcfr.games.pasur.tournament_merge import MergeSettings, merge_tournaments
+    from tensorcfr.games.pasur.tournament_price import PRICE_GAMES_TABLE, _schemas, game_losses
+
+    out = _finished_tournament(folder)
+    rows = []
+    for g in pq.read_table(str(out / "games.parquet")).to_pylist():
+        values = [g["exact_value"]] * 20 + [g["utility"]] * 29  # 49 position values
+        alex, bob = game_losses(values)
+        rows.append({key: g[key] for key in ("a", "b", "deal", "seating", "alex", "bob",
+                                             "exact_value", "utility")} | {
+            "values": values, "alex_loss": alex, "bob_loss": bob,
+            "alex_loss_total": sum(alex), "bob_loss_total": sum(bob), "seconds": 0.01,
+            "status": "ok", "error": None})
+    path = out / PRICE_GAMES_TABLE
+    pq.write_table(pa.Table.from_pylist(rows, schema=_schemas()[0]), str(path))
+    return Sample(path, lambda: merge_tournaments(MergeSettings(runs=(out,))))
 
 
 def _run_identity(folder: Path) -> Sample:
@@ -416,6 +469,12 @@ READERS: tuple[FileReader, ...] = (
     FileReader("batch journal (decks.jsonl)", "jsonl", _batch_journal),
     FileReader("tournament journal (games.jsonl)", "jsonl", _tournament_journal),
     FileReader("run identity (tournament.json)", "json", _run_identity),
+    FileReader("tournament games table (games.parquet), as a merge reads it", "parquet",
+               _tournament_games_table),
+    FileReader("tournament games table (games.parquet), as the price analysis reads it",
+               "parquet", _tournament_games_for_price),
+    FileReader("tournament price table (price_games.parquet)", "parquet",
+               _tournament_price_table),
     FileReader("game record", "json", _game_record),
     FileReader("hidden-model manifest", "json", _hidden_manifest),
     FileReader("hidden-model booster", "binary", _hidden_booster),

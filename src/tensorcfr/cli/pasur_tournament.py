@@ -10,7 +10,7 @@ options and prints."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 import typer
 
@@ -202,26 +202,8 @@ def _cell(row: dict[str, Any], key: str) -> str:
 def print_price(result: PriceResult) -> None:
     """The by-round tables of an analysis: per agent (all rivals), per seat, the points lost
     per game in each round and in all, then its price (own loss minus the rival's)."""
-    from tensorcfr.games.pasur.engine.rules import NUM_ROUNDS
-
-    console.print(f"points lost against open-hands play, per game, by round (mean ±95% "
-                  f"half-interval over deals); price = own loss minus the rival's (= the "
-                  f"deal's exact value minus the result, from the seat); {result.games} games "
-                  "analysed", highlight=False, soft_wrap=True)
-    rounds = [*range(1, NUM_ROUNDS + 1), None]
-    header = "  ".join(f"{'round ' + str(r) if r else 'whole game':>14}" for r in rounds)
-    for agent in result.agents:
-        whole = result.row(agent, "both", None)
-        console.print(f"{agent} ({whole['games']} games, {whole['deals']} deals, every rival)",
-                      highlight=False, soft_wrap=True)
-        console.print(f"  {'':12}{header}", highlight=False, soft_wrap=True)
-        for key, label in (("loss", "loss"), ("price", "price")):
-            for seat in ("alex", "bob", "both"):
-                cells = "  ".join(f"{_cell(result.row(agent, seat, r), key):>14}"
-                                  for r in rounds)
-                name = f"{label} {seat if seat != 'both' else 'all'}"
-                console.print(f"  {name:12}{cells}", highlight=False, soft_wrap=True)
-    _print_paired(result)
+    _print_by_round(result.agents, result.rows, result.games)
+    _print_paired(result.paired)
     seconds = "-" if result.seconds_per_game is None else f"{result.seconds_per_game:.3f}"
     extra = f", {result.without_plays} without recorded plays" if result.without_plays else ""
     console.print(f"{result.computed} games analysed now, {result.skipped} already done, "
@@ -236,6 +218,32 @@ def print_price(result: PriceResult) -> None:
                   f"and {result.run / PRICE_PAIRED_TABLE}", highlight=False, soft_wrap=True)
 
 
+def _print_by_round(agents: Sequence[str], rows: Sequence[dict[str, Any]],
+                    games: int) -> None:
+    """Per agent (every rival), per seat, the points lost per game in each round and in all,
+    then its price; ``rows``: :func:`~tensorcfr.games.pasur.tournament_price.price_by_round`'s."""
+    from tensorcfr.games.pasur.engine.rules import NUM_ROUNDS
+    from tensorcfr.games.pasur.tournament_price import find_price_row
+
+    console.print(f"points lost against open-hands play, per game, by round (mean ±95% "
+                  f"half-interval over deals); price = own loss minus the rival's (= the "
+                  f"deal's exact value minus the result, from the seat); {games} games "
+                  "analysed", highlight=False, soft_wrap=True)
+    rounds = [*range(1, NUM_ROUNDS + 1), None]
+    header = "  ".join(f"{'round ' + str(r) if r else 'whole game':>14}" for r in rounds)
+    for agent in agents:
+        whole = find_price_row(rows, agent, "both", None)
+        console.print(f"{agent} ({whole['games']} games, {whole['deals']} deals, every rival)",
+                      highlight=False, soft_wrap=True)
+        console.print(f"  {'':12}{header}", highlight=False, soft_wrap=True)
+        for key, label in (("loss", "loss"), ("price", "price")):
+            for seat in ("alex", "bob", "both"):
+                cells = "  ".join(f"{_cell(find_price_row(rows, agent, seat, r), key):>14}"
+                                  for r in rounds)
+                name = f"{label} {seat if seat != 'both' else 'all'}"
+                console.print(f"  {name:12}{cells}", highlight=False, soft_wrap=True)
+
+
 def _interval(row: dict[str, Any]) -> str:
     if row["diff_mean"] is None:
         return "-"
@@ -244,11 +252,13 @@ def _interval(row: dict[str, Any]) -> str:
     return f"{row['diff_mean']:+.2f} [{row['diff_ci95_low']:+.2f}, {row['diff_ci95_high']:+.2f}]"
 
 
-def _print_paired(result: PriceResult) -> None:
-    """Two agents against the same rival, paired by deal: one line per (A, B, rival)."""
+def _print_paired(paired: Sequence[dict[str, Any]]) -> None:
+    """Two agents against the same rival, paired by deal: one line per (A, B, rival) that
+    shares a deal."""
     groups: dict[tuple[str, str, str], dict[int | None, dict[str, Any]]] = {}
-    for row in result.paired:
+    for row in paired:
         groups.setdefault((row["agent"], row["other"], row["rival"]), {})[row["round"]] = row
+    groups = {k: v for k, v in groups.items() if v[None]["deals"]}
     if not groups:
         return
     console.print("against the same rival, paired by deal: A's points lost a game minus B's "
@@ -331,10 +341,24 @@ def tournament_merge_command(
         sources = ", ".join(result.sources[(p.a, p.b)])
         console.print(f"{p.a} vs {p.b}: {_fmt(p.mean_diff)} {ci}, {p.deals} deals "
                       f"({sources})", highlight=False, soft_wrap=True)
+    if result.priced:
+        analysed = sum(result.priced_games.values())
+        _print_by_round(result.agents, result.by_round, analysed)
+        _print_paired(result.paired)
+        unpriced = sum(p.games for p in result.pairs) - analysed
+        if unpriced:
+            console.print(f"{unpriced} pooled game(s) not analysed (folders without an "
+                          f"analysis: {', '.join(result.unpriced_runs) or 'none'}; run `pasur "
+                          "tournament-price --run DIR` there)", highlight=False, soft_wrap=True)
     if result.out is not None:
         from tensorcfr.games.pasur.tournament import CROSS_TABLE, SUMMARY_TABLE
+        from tensorcfr.games.pasur.tournament_price import (PRICE_BY_ROUND_TABLE,
+                                                            PRICE_PAIRED_TABLE)
 
-        console.print(f"wrote {result.out / SUMMARY_TABLE} and {result.out / CROSS_TABLE}",
+        written = [result.out / SUMMARY_TABLE, result.out / CROSS_TABLE]
+        if result.priced:
+            written += [result.out / PRICE_BY_ROUND_TABLE, result.out / PRICE_PAIRED_TABLE]
+        console.print(f"wrote {', '.join(map(str, written[:-1]))} and {written[-1]}",
                       highlight=False, soft_wrap=True)
 
 

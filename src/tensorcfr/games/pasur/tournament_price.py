@@ -70,9 +70,12 @@ __all__ = [
     "game_losses",
     "paired_differences",
     "position_values",
+    "find_price_row",
     "price_by_round",
     "price_settings_for",
+    "read_price_games",
     "run_price_analysis",
+    "write_price_aggregates",
 ]
 
 PRICE_JOURNAL = "price.jsonl"
@@ -251,6 +254,17 @@ def price_by_round(games: Sequence[dict[str, Any]], pairs: Sequence[tuple[str, s
     return out
 
 
+def find_price_row(rows: Sequence[dict[str, Any]], agent: str, seat: Seat,
+                   round_number: int | None, rival: str = ALL_RIVALS) -> dict[str, Any]:
+    """The row of :func:`price_by_round`'s ``rows`` for ``agent`` against ``rival`` in
+    ``seat`` and round (None: the whole game); KeyError if there is none."""
+    for r in rows:
+        if (r["agent"], r["rival"], r["seat"], r["round"]) == (agent, rival, seat,
+                                                                round_number):
+            return r
+    raise KeyError((agent, rival, seat, round_number))
+
+
 def paired_differences(games: Sequence[dict[str, Any]], pairs: Sequence[tuple[str, str]]
                        ) -> list[dict[str, Any]]:
     """Two agents against the same rival, paired by deal: for each rival ``R`` and each two
@@ -382,11 +396,7 @@ class PriceResult:
     def row(self, agent: str, seat: Seat, round_number: int | None,
             rival: str = ALL_RIVALS) -> dict[str, Any]:
         """The aggregate row of ``agent`` in ``seat`` and round (None: the whole game)."""
-        for r in self.rows:
-            if (r["agent"], r["rival"], r["seat"], r["round"]) == (agent, rival, seat,
-                                                                    round_number):
-                return r
-        raise KeyError((agent, rival, seat, round_number))
+        return find_price_row(self.rows, agent, seat, round_number, rival)
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready: the counts, ``seconds_per_game``, ``by_round`` (the rows) and the
@@ -474,6 +484,66 @@ def _paired_schema() -> Any:
                       ("diff_ci95_low", pa.float64()), ("diff_ci95_high", pa.float64())])
 
 
+_PRICE_GAMES_COLUMNS = {"a": str, "b": str, "deal": int, "seating": int, "alex": str,
+                        "bob": str, "status": str, "exact_value": int, "utility": int,
+                        "values": list}
+
+
+def read_price_games(run: str | Path) -> list[dict[str, Any]] | None:
+    """The games a tournament's analysis valued (``price_games.parquet`` of the folder
+    ``run``: its rows with status ok, ``alex_loss`` and ``bob_loss`` recomputed from their 49
+    position ``values``, points), or None where the folder holds no analysis.
+
+    Raises:
+        CorruptFileError: a damaged table: a missing column, a value of the wrong type, or
+            position values that are not a whole game's from its exact value to its result
+            (one line naming the file, the column and the row).
+    """
+    from tensorcfr.utils.reading import damaged, load_parquet_rows
+
+    path = Path(run) / PRICE_GAMES_TABLE
+    if not path.exists():
+        return None
+    what = "tournament price table"
+    rows = load_parquet_rows(path, what, _PRICE_GAMES_COLUMNS,
+                             nullable=("exact_value", "utility", "values"))
+    out = []
+    for number, row in enumerate(rows):
+        if row["status"] != "ok":
+            continue
+        values = row["values"]
+        if not (isinstance(values, list) and len(values) == rules.NUM_PLAYS + 1 and all(
+                type(v) is int and abs(v) <= MAX_ABS_VALUE for v in values)):
+            raise damaged(path, what, f"column 'values', row {number}: not "
+                          f"{rules.NUM_PLAYS + 1} position values")
+        if (values[0], values[-1]) != (row["exact_value"], row["utility"]):
+            raise damaged(path, what, f"row {number}: its position values run from "
+                          f"{values[0]} to {values[-1]}, not from the deal's exact value "
+                          f"({row['exact_value']}) to the game's result ({row['utility']})")
+        alex, bob = game_losses(values)
+        out.append(dict(row, alex_loss=alex, bob_loss=bob))
+    return out
+
+
+def write_price_aggregates(folder: Path, games: Sequence[dict[str, Any]],
+                           pairs: Sequence[tuple[str, str]]
+                           ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Write ``price_by_round.parquet`` and ``price_paired.parquet`` of the analysed games
+    ``games`` (rows as :func:`price_by_round` reads them) into ``folder``, atomically;
+    returns (aggregate rows, paired rows)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from tensorcfr.utils.io import atomic_path
+
+    aggregates, paired = price_by_round(games, pairs), paired_differences(games, pairs)
+    for name, rows, schema in ((PRICE_BY_ROUND_TABLE, aggregates, _schemas()[1]),
+                               (PRICE_PAIRED_TABLE, paired, _paired_schema())):
+        with atomic_path(folder / name) as tmp:
+            pq.write_table(pa.Table.from_pylist(rows, schema=schema), str(tmp))
+    return aggregates, paired
+
+
 def _write_tables(run: Path, agents: Sequence[str], games: Sequence[dict[str, Any]],
                   done: dict[str, dict[str, Any]]
                   ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
@@ -489,13 +559,9 @@ def _write_tables(run: Path, agents: Sequence[str], games: Sequence[dict[str, An
     table_rows = _table_rows(games, done)
     pairs = list(itertools.combinations(agents, 2))
     ok = [r for r in table_rows if r["status"] == "ok"]
-    aggregates, paired = price_by_round(ok, pairs), paired_differences(ok, pairs)
-    games_schema, by_round_schema = _schemas()
-    for name, rows, schema in ((PRICE_GAMES_TABLE, table_rows, games_schema),
-                               (PRICE_BY_ROUND_TABLE, aggregates, by_round_schema),
-                               (PRICE_PAIRED_TABLE, paired, _paired_schema())):
-        with atomic_path(run / name) as tmp:
-            pq.write_table(pa.Table.from_pylist(rows, schema=schema), str(tmp))
+    with atomic_path(run / PRICE_GAMES_TABLE) as tmp:
+        pq.write_table(pa.Table.from_pylist(table_rows, schema=_schemas()[0]), str(tmp))
+    aggregates, paired = write_price_aggregates(run, ok, pairs)
     return table_rows, aggregates, paired
 
 
