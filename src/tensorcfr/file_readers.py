@@ -204,6 +204,48 @@ def _tournament_price_table(folder: Path) -> Sample:
     return Sample(path, lambda: merge_tournaments(MergeSettings(runs=(out,))))
 
 
+def _price_journal(folder: Path) -> Sample:
+    import pyarrow.parquet as pq
+
+    from tensorcfr.games.pasur.tournament_price import (PRICE_JOURNAL, PriceSettings, _codes_crc,
+                                                        _game_id, run_price_analysis)
+
+    out = _finished_tournament(folder)
+    rows = []
+    for g in pq.read_table(str(out / "games.parquet")).to_pylist():
+        rows.append({"id": _game_id(g), "crc": _codes_crc(g["play_codes"]), "status": "ok",
+                     "error": None, "seconds": 0.01,
+                     "values": [g["exact_value"]] * 20 + [g["utility"]] * 29})
+    path = out / PRICE_JOURNAL
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return Sample(path, lambda: run_price_analysis(PriceSettings(run=out)))
+
+
+def _round_value_net(folder: Path, member: str) -> Sample:
+    from tensorcfr.games.pasur.playing.round_search import RoundValueNet
+
+    net = RoundValueNet.zero()
+    net.w3[:] = 0.5  # not all zeros: a damaged value shows
+    net.manifest.update({"kind": "trained", "rmse": 3.5})
+    out = folder / "round_value"
+    net.save(out)
+    return Sample(out / member, lambda: RoundValueNet.load(out))
+
+
+def _round_value_rows(folder: Path) -> Sample:
+    import numpy as np
+
+    from tensorcfr.games.pasur.learning.round_value import _load_rows, _save_rows
+    from tensorcfr.games.pasur.playing.round_search_kernel import NUM_FEATURES
+
+    path = folder / "rows.npz"
+    identity = {"seed": 0, "futures": 4, "format": "round-value-rows-1"}
+    rng = np.random.default_rng(0)
+    _save_rows(path, identity, rng.random((12, NUM_FEATURES), dtype=np.float32),
+               rng.random(12, dtype=np.float32), np.repeat(np.arange(3), 4), 3)
+    return Sample(path, lambda: _load_rows(path, identity))
+
+
 def _run_identity(folder: Path) -> Sample:
     from tensorcfr.utils.journal import check_run_identity
 
@@ -475,6 +517,12 @@ READERS: tuple[FileReader, ...] = (
                "parquet", _tournament_games_for_price),
     FileReader("tournament price table (price_games.parquet)", "parquet",
                _tournament_price_table),
+    FileReader("price analysis journal (price.jsonl)", "jsonl", _price_journal),
+    FileReader("round-search value network (round_value.npz)", "npz",
+               lambda folder: _round_value_net(folder, "round_value.npz")),
+    FileReader("round-search value network manifest", "json",
+               lambda folder: _round_value_net(folder, "manifest.json")),
+    FileReader("train-round-value rows.npz", "npz", _round_value_rows),
     FileReader("game record", "json", _game_record),
     FileReader("hidden-model manifest", "json", _hidden_manifest),
     FileReader("hidden-model booster", "binary", _hidden_booster),

@@ -187,15 +187,15 @@ def _analyse_job(spec: dict[str, Any]) -> dict[str, Any]:
 
 def _row_is_whole(row: dict[str, Any]) -> bool:
     """An analysis journal row with every field of its type (else it is analysed again)."""
-    if not isinstance(row.get("id"), str) or type(row.get("crc")) is not int:
+    if not isinstance(row.get("id"), str) or type(row.get("crc")) is not int or \
+            type(row.get("seconds")) not in (int, float) or not 0 <= row["seconds"] < 1e9:
         return False
     if row.get("status") == "error":
         return isinstance(row.get("error"), str)
     values = row.get("values")
-    return row.get("status") == "ok" and isinstance(values, list) and \
-        len(values) == rules.NUM_PLAYS + 1 and \
-        all(type(v) is int and abs(v) <= MAX_ABS_VALUE for v in values) and \
-        isinstance(row.get("seconds"), (int, float))
+    return row.get("status") == "ok" and row.get("error", None) is None and \
+        isinstance(values, list) and len(values) == rules.NUM_PLAYS + 1 and \
+        all(type(v) is int and abs(v) <= MAX_ABS_VALUE for v in values)
 
 
 # --------------------------------------------------------------------------- aggregates
@@ -455,7 +455,7 @@ def _table_rows(games: Sequence[dict[str, Any]], done: dict[str, dict[str, Any]]
             "values": row.get("values") if ok else None, "alex_loss": alex, "bob_loss": bob,
             "alex_loss_total": sum(alex) if ok else None,
             "bob_loss_total": sum(bob) if ok else None, "seconds": row["seconds"],
-            "status": row["status"], "error": row["error"]})
+            "status": row["status"], "error": row.get("error")})
     return out
 
 

@@ -28,12 +28,12 @@ path given to :class:`RoundValueNet`).
 
 from __future__ import annotations
 
-import json
+import os
 import time
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -102,17 +102,31 @@ class RoundValueNet:
         if folder is None:
             base = resources.files("tensorcfr").joinpath(DEFAULT_VALUE_NET)
             folder = Path(str(base))
+        from tensorcfr.utils.manifest import MAX_MANIFEST_BYTES
+        from tensorcfr.utils.reading import damaged, load_json, load_npz
+
         folder = Path(folder)
         path = folder / VALUE_NET_FILE
+        what = "round value network"
+        if not os.path.lexists(path):
+            raise TensorCFRError(f"{folder} holds no round value network ({VALUE_NET_FILE}); "
+                                 "train one with `tensorcfr pasur train-round-value`")
+        arrays = load_npz(path, what, required=_WEIGHT_NAMES)
+        for name in _WEIGHT_NAMES:
+            if arrays[name].dtype.kind not in "fiu":
+                raise damaged(path, what, f"array {name!r} holds {arrays[name].dtype}, not "
+                              "numbers")
+        manifest_path = folder / "manifest.json"
+        manifest: Any = {}
+        if os.path.lexists(manifest_path):  # a FIFO or device there is refused, not read
+            manifest = load_json(manifest_path, "round value network manifest",
+                                 MAX_MANIFEST_BYTES)
+            if not isinstance(manifest, dict):
+                raise damaged(manifest_path, "round value network manifest", "not a JSON object")
         try:
-            with np.load(path) as data:
-                arrays = {n: data[n] for n in _WEIGHT_NAMES}
-            manifest_path = folder / "manifest.json"
-            manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
-        except (OSError, KeyError, ValueError) as exc:
-            raise TensorCFRError(f"cannot read the round value network {path}: {exc} (train "
-                                 "one with `tensorcfr pasur train-round-value`)") from None
-        return cls.from_arrays(arrays, manifest)
+            return cls.from_arrays(arrays, manifest)
+        except TensorCFRError as exc:
+            raise damaged(path, what, str(exc).removeprefix("round value network: ")) from None
 
     def save(self, folder: str | Path) -> Path:
         """Write ``round_value.npz`` and ``manifest.json`` into ``folder`` (atomically)."""
