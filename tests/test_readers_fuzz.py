@@ -354,3 +354,58 @@ def test_the_registry_covers_every_container() -> None:
     kinds = {r.container for r in READERS}
     assert {"json", "jsonl", "npz", "parquet", "csv", "binary"} <= kinds
     assert len({r.name for r in READERS}) == len(READERS)
+
+
+# ----------------------------------------------------------------------------- raw reads
+
+_RAW_READS = {("np", "load"), ("numpy", "load"), ("pq", "read_table"), ("pq", "ParquetFile"),
+              ("json", "load")}
+"""Calls that read a file's contents directly (module alias, function)."""
+_GUARDS = {"check_input_file", "reading", "read_input_bytes"}
+"""``tensorcfr.utils.reading``'s guards: a function that reads a file raw must call one (a
+FIFO, a device or a folder refused unopened; a parser error one line naming the file)."""
+
+
+def _raw_read(call: Any) -> bool:
+    import ast
+
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)):
+        return False
+    if (func.value.id, func.attr) in _RAW_READS:
+        return True
+    # json.loads(path.read_text()) / json.loads(path.read_bytes())
+    return (func.value.id, func.attr) == ("json", "loads") and bool(call.args) and \
+        isinstance(call.args[0], ast.Call) and isinstance(call.args[0].func, ast.Attribute) \
+        and call.args[0].func.attr in ("read_text", "read_bytes")
+
+
+def test_every_raw_file_read_in_the_package_is_guarded() -> None:
+    """The kind of defect the registry's fuzzing found in readers it did not list yet (a bare
+    ``np.load`` that blocked on a FIFO and gave tracebacks): every function of the package
+    that reads a file's contents itself (``np.load``, ``pq.read_table``, ``json.load``...)
+    also calls one of ``utils.reading``'s guards, or leaves the reading to its helpers
+    (``load_json``, ``load_npz``, ``load_parquet_rows``)."""
+    import ast
+
+    import tensorcfr
+
+    package = Path(tensorcfr.__file__).parent
+    unguarded = []
+    for path in sorted(package.rglob("*.py")):
+        if (path.name == "reading.py" and path.parent.name == "utils") or \
+                path.name == "file_readers.py":
+            continue  # the guards themselves; the registry reads back the samples it wrote
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for function in ast.walk(tree):
+            if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            calls = [n for n in ast.walk(function) if isinstance(n, ast.Call)]
+            named = {c.func.id if isinstance(c.func, ast.Name) else getattr(c.func, "attr", None)
+                     for c in calls}
+            if named & _GUARDS:
+                continue
+            unguarded += [f"{path.relative_to(package)}:{c.lineno} ({function.name})"
+                          for c in calls if _raw_read(c)]
+    assert not unguarded, "file reads without utils.reading's guards (use load_json, " \
+        f"load_npz, load_parquet_rows or check_input_file): {unguarded}"

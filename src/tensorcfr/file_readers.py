@@ -504,6 +504,36 @@ def _generic_checkpoint(folder: Path) -> Sample:
     return Sample(path, read)
 
 
+def _bench_results(folder: Path) -> Sample:
+    from tensorcfr.bench.openspiel_bench import load_results
+
+    path = folder / "openspiel_results.json"
+    path.write_text(json.dumps(_SMALL_BENCH_RESULTS))
+    # what `tensorcfr bench --render FILE` reads (the markdown report rendered in memory;
+    # the plot, slower, is left out)
+    return Sample(path, lambda: load_results(path))
+
+
+_SMALL_BENCH_RESULTS: dict[str, Any] = {  # a real run's first game, two solvers, rounded
+    "meta": {"config": {"solvers": ["ours", "openspiel_cpp"], "games": ["kuhn_poker"],
+                        "reps": 2, "warmup": 2, "device": "cpu"}},
+    "games": [{"key": "kuhn_poker", "game_string": "kuhn_poker", "nodes": 58, "terminals": 30,
+               "infosets": 12, "max_depth": 5, "turn_based_wrapper": False, "count_s": 0.0677,
+               "results": [
+                   {"solver": "ours", "status": "ok", "setup_s": 0.6974, "first_iter_s": 0.0006,
+                    "warmup_ms_per_iter": 0.22, "ms_per_iter": 0.0724,
+                    "cpu_ms_per_iter": 0.0283, "ms_per_iter_reps": [0.0969, 0.0748],
+                    "cpu_ms_per_iter_reps": [0.0406, 0.0379], "iterations_per_rep": 1364,
+                    "baseline_rss_mb": 236.4062, "peak_rss_mb": 249.9727,
+                    "peak_above_baseline_mb": 13.5664},
+                   {"solver": "openspiel_cpp", "status": "ok", "setup_s": 0.0001,
+                    "first_iter_s": 0.0001, "warmup_ms_per_iter": 0.076, "ms_per_iter": 0.0499,
+                    "cpu_ms_per_iter": 0.0251, "ms_per_iter_reps": [0.059, 0.0568],
+                    "cpu_ms_per_iter_reps": [0.029, 0.0264], "iterations_per_rep": 3947,
+                    "baseline_rss_mb": 28.4102, "peak_rss_mb": 28.625,
+                    "peak_above_baseline_mb": 0.2148}]}]}
+
+
 READERS: tuple[FileReader, ...] = (
     FileReader("deck file", "csv", _deck_file),
     FileReader("paper MM table", "csv", _mm_table),
@@ -536,5 +566,6 @@ READERS: tuple[FileReader, ...] = (
     FileReader("Numeral211 checkpoint", "npz", _numeral211_checkpoint, json_member="meta"),
     FileReader("generic CFR policy", "npz", _generic_policy),
     FileReader("generic CFR checkpoint", "npz", _generic_checkpoint),
+    FileReader("benchmark results (bench --render)", "json", _bench_results),
 )
 """Every file reader; the fuzz test covers each."""

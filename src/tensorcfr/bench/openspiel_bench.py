@@ -792,15 +792,24 @@ def merge_results(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
 
 
 def load_results(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Read a results JSON written by :func:`run_benchmark` (one-line error if corrupt)."""
-    from tensorcfr.errors import CorruptFileError
+    """Read a results JSON written by :func:`run_benchmark`: one-line error if it is missing,
+    not a file (a FIFO, a device, a folder), too large, or damaged anywhere the report reads
+    (the markdown report is rendered once in memory to check it)."""
+    import copy
 
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise BenchmarkError(f"no such results file: {path}") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CorruptFileError(f"cannot read benchmark results {path}: {exc}") from None
-    if not isinstance(data, dict) or "games" not in data or "meta" not in data:
+    from tensorcfr.bench.report import render_markdown
+    from tensorcfr.errors import CorruptFileError
+    from tensorcfr.utils.reading import load_json, reading
+
+    if not os.path.lexists(path):
+        raise BenchmarkError(f"no such results file: {path}")
+    what = "benchmark results"
+    data = load_json(path, what, 64 * 2**20)
+    if not isinstance(data, dict) or not isinstance(data.get("games"), list) or \
+            not isinstance(data.get("meta"), dict):
         raise CorruptFileError(f"{path} is not a benchmark results file (no 'meta'/'games')")
+    with reading(path, what):
+        trial = copy.deepcopy(data)
+        refresh_derived(trial)
+        render_markdown(trial)
     return data
