@@ -46,7 +46,8 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "games.numeral211": (*_BASE, "core", "abstraction", "games.openspiel"),
     "bench": (*_BASE, "core", "abstraction", "games", *_GAMES),
     "play": (*_BASE, "core", "abstraction", "games", *_GAMES),
-    "file_readers": (*_BASE, "core", "abstraction", "games", *_GAMES),
+    # (the registry of every reader: bench --render's results file among them)
+    "file_readers": (*_BASE, "core", "abstraction", "games", *_GAMES, "bench"),
     "cli": (*_BASE, "core", "abstraction", "games", *_GAMES, "bench", "play", "file_readers"),
 }
 #: staged game package -> its stages, earliest first (a stage is a subpackage or a module
