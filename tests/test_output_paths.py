@@ -210,24 +210,12 @@ def test_every_file_the_package_writes_is_written_atomically() -> None:
     ``np.savez``, ``pq.write_table``, ``savefig``, ``open(..., "w")``...) also uses one of the
     atomic helpers (it writes into their temporary path), or is listed with its reason; so a
     crash or a full disk never leaves a torn result, in any command, present or future."""
-    import ast
+    from _package_source import package_functions
 
-    import tensorcfr
-
-    package = Path(tensorcfr.__file__).parent
     found = []
-    for path in sorted(package.rglob("*.py")):
-        where = path.relative_to(package).as_posix()
-        if where in ("utils/io.py", "file_readers.py"):  # the helpers; the fuzz samples
-            continue
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        for function in ast.walk(tree):
-            if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                continue
-            calls = [n for n in ast.walk(function) if isinstance(n, ast.Call)]
-            named = {c.func.id if isinstance(c.func, ast.Name) else getattr(c.func, "attr", None)
-                     for c in calls}
-            if named & _ATOMIC_HELPERS or (where, function.name) in _NOT_RESULTS:
-                continue
+    # (skipped: the helpers themselves; the fuzz samples of file_readers)
+    for where, function, calls, named in package_functions(skip=("utils/io.py",
+                                                                 "file_readers.py")):
+        if not (named & _ATOMIC_HELPERS or (where, function.name) in _NOT_RESULTS):
             found += [f"{where}:{c.lineno} ({function.name})" for c in calls if _raw_write(c)]
     assert not found, f"writes outside utils.io's atomic helpers: {found}"

@@ -386,26 +386,14 @@ def test_every_raw_file_read_in_the_package_is_guarded() -> None:
     that reads a file's contents itself (``np.load``, ``pq.read_table``, ``json.load``...)
     also calls one of ``utils.reading``'s guards, or leaves the reading to its helpers
     (``load_json``, ``load_npz``, ``load_parquet_rows``)."""
-    import ast
+    from _package_source import package_functions
 
-    import tensorcfr
-
-    package = Path(tensorcfr.__file__).parent
     unguarded = []
-    for path in sorted(package.rglob("*.py")):
-        if (path.name == "reading.py" and path.parent.name == "utils") or \
-                path.name == "file_readers.py":
-            continue  # the guards themselves; the registry reads back the samples it wrote
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        for function in ast.walk(tree):
-            if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                continue
-            calls = [n for n in ast.walk(function) if isinstance(n, ast.Call)]
-            named = {c.func.id if isinstance(c.func, ast.Name) else getattr(c.func, "attr", None)
-                     for c in calls}
-            if named & _GUARDS:
-                continue
-            unguarded += [f"{path.relative_to(package)}:{c.lineno} ({function.name})"
-                          for c in calls if _raw_read(c)]
+    # (skipped: the guards themselves; the registry reads back the samples it wrote)
+    for where, function, calls, named in package_functions(skip=("utils/reading.py",
+                                                                 "file_readers.py")):
+        if not named & _GUARDS:
+            unguarded += [f"{where}:{c.lineno} ({function.name})" for c in calls
+                          if _raw_read(c)]
     assert not unguarded, "file reads without utils.reading's guards (use load_json, " \
         f"load_npz, load_parquet_rows or check_input_file): {unguarded}"

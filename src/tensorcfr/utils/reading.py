@@ -273,6 +273,32 @@ def load_npz(path: str | os.PathLike[str], what: str, max_bytes: int = MAX_NPZ_B
     return arrays
 
 
+def check_game_rows(path: str | os.PathLike[str], what: str, arrays: Mapping[str, Any],
+                    num_features: int, *, features: str = "", game_key: str = "game",
+                    max_games: int | None = None) -> int:
+    """Check the training rows of a checkpoint read by :func:`load_npz`: ``x`` float
+    [N, num_features], ``y`` float [N], ``arrays[game_key]`` integer [N] (the game each row
+    came from) and ``games`` one integer (games played, in ``0..max_games``) above every
+    row's game number. Returns ``games``; one-line :class:`CorruptFileError` naming the file
+    (``features``: words before "features" in the message, e.g. the feature set's name)."""
+    x, y, game, games = arrays["x"], arrays["y"], arrays[game_key], arrays["games"]
+    if x.ndim != 2 or x.shape[1] != num_features or x.dtype.kind != "f":
+        raise damaged(path, what, f"x has shape {x.shape} ({x.dtype}), expected rows of "
+                      f"{num_features} {features + ' ' if features else ''}features")
+    if y.shape != (x.shape[0],) or y.dtype.kind != "f" or game.shape != (x.shape[0],) \
+            or game.dtype.kind not in "iu":
+        raise damaged(path, what, f"y {y.shape} and {game_key} {game.shape} must be one number "
+                      f"per row of x ({x.shape[0]} rows)")
+    if games.shape != () or games.dtype.kind not in "iu":
+        raise damaged(path, what, "games must be one integer")
+    done = int(games)
+    too_many = max_games is not None and done > max_games
+    if done < 0 or too_many or (game.size and not (0 <= int(game.min()) and
+                                                   int(game.max()) < done)):
+        raise damaged(path, what, f"games {done} does not cover the rows' game numbers")
+    return done
+
+
 def npz_bytes_reader(data: bytes) -> Any:
     """An NPZ archive over bytes already read (for a caller that bounded the read)."""
     import numpy as np

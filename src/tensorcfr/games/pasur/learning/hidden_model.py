@@ -450,27 +450,17 @@ def load_rows_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
     Raises :class:`CorruptFileError` (one line naming the file) for a truncated or damaged
     file, NaN/inf rows, rows of another feature count, or missing arrays.
     """
-    from tensorcfr.utils.reading import damaged, load_npz
+    from tensorcfr.utils.reading import check_game_rows, damaged, load_npz
 
     what = "the rows checkpoint"
     arrays = load_npz(path, what, required=("x", "y", "game", "games", "ident"))
-    x, y, game = arrays["x"], arrays["y"], arrays["game"]
-    games, ident = arrays["games"], arrays["ident"]
-    if x.ndim != 2 or x.shape[1] != NUM_FEATURES or x.dtype.kind != "f":
-        raise damaged(path, what, f"x has shape {x.shape} ({x.dtype}), expected rows of "
-                      f"{NUM_FEATURES} {FEATURE_SET} features")
-    if y.shape != (x.shape[0],) or y.dtype.kind != "f" or game.shape != (x.shape[0],) \
-            or game.dtype.kind not in "iu":
-        raise damaged(path, what, f"y {y.shape} and game {game.shape} must be one number per "
-                      f"row of x ({x.shape[0]} rows)")
-    if games.shape != () or games.dtype.kind not in "iu" or ident.shape != () \
-            or ident.dtype.kind != "U":
-        raise damaged(path, what, "games must be one integer and ident one text")
-    done = int(games)
-    if not 0 <= done <= MAX_TRAIN_GAMES or (game.size and not (
-            0 <= int(game.min()) and int(game.max()) < done)):
-        raise damaged(path, what, f"games {done} does not cover the rows' game numbers")
-    return {"x": x, "y": y, "game": game, "games": done, "ident": str(ident)}
+    done = check_game_rows(path, what, arrays, NUM_FEATURES, features=FEATURE_SET,
+                           max_games=MAX_TRAIN_GAMES)
+    ident = arrays["ident"]
+    if ident.shape != () or ident.dtype.kind != "U":
+        raise damaged(path, what, "ident must be one text")
+    return {"x": arrays["x"], "y": arrays["y"], "game": arrays["game"], "games": done,
+            "ident": str(ident)}
 
 
 def _behaviour_ident(settings: TrainHiddenSettings) -> str:

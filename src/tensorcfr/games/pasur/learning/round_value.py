@@ -176,13 +176,13 @@ def _load_rows(path: Path, identity: dict[str, Any]
     import os
 
     from tensorcfr.games.pasur.playing.round_search_kernel import NUM_FEATURES
-    from tensorcfr.utils.reading import damaged, load_npz, strict_json_loads
+    from tensorcfr.utils.reading import check_game_rows, damaged, load_npz, strict_json_loads
 
     if not os.path.lexists(path):  # a FIFO or device there is refused, not read
         return None
     what = "the round-value rows checkpoint"
     arrays = load_npz(path, what, required=("x", "y", "g", "games", "identity"))
-    x, y, g, games, stored = (arrays[n] for n in ("x", "y", "g", "games", "identity"))
+    x, y, g, stored = (arrays[n] for n in ("x", "y", "g", "identity"))
     try:
         stored = strict_json_loads(str(stored)) if stored.shape == () else None
     except ValueError:
@@ -192,18 +192,7 @@ def _load_rows(path: Path, identity: dict[str, Any]
     if stored != identity:
         raise TensorCFRError(f"{path} holds rows of other settings ({stored}); "
                              "remove it or use another --out")
-    if x.ndim != 2 or x.shape[1] != NUM_FEATURES or x.dtype.kind != "f":
-        raise damaged(path, what, f"x has shape {x.shape} ({x.dtype}), expected rows of "
-                      f"{NUM_FEATURES} features")
-    if y.shape != (x.shape[0],) or y.dtype.kind != "f" or g.shape != (x.shape[0],) \
-            or g.dtype.kind not in "iu":
-        raise damaged(path, what, f"y {y.shape} and g {g.shape} must be one number per row "
-                      f"of x ({x.shape[0]} rows)")
-    if games.shape != () or games.dtype.kind not in "iu":
-        raise damaged(path, what, "games must be one integer")
-    done = int(games)
-    if done < 0 or (g.size and not (0 <= int(g.min()) and int(g.max()) < done)):
-        raise damaged(path, what, f"games {done} does not cover the rows' game numbers")
+    done = check_game_rows(path, what, arrays, NUM_FEATURES, game_key="g")
     return x, y, g, done
 
 

@@ -99,12 +99,12 @@ class RoundValueNet:
     def load(cls, folder: str | Path | None = None) -> "RoundValueNet":
         """The network in ``folder`` (``round_value.npz`` + ``manifest.json``); ``None``: the
         one shipped with the package. A missing or unreadable file is one error line."""
-        if folder is None:
-            base = resources.files("tensorcfr").joinpath(DEFAULT_VALUE_NET)
-            folder = Path(str(base))
         from tensorcfr.utils.manifest import MAX_MANIFEST_BYTES
         from tensorcfr.utils.reading import damaged, load_json, load_npz
 
+        if folder is None:
+            base = resources.files("tensorcfr").joinpath(DEFAULT_VALUE_NET)
+            folder = Path(str(base))
         folder = Path(folder)
         path = folder / VALUE_NET_FILE
         what = "round value network"
