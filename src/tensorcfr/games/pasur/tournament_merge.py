@@ -224,7 +224,7 @@ def merge_tournaments(settings: MergeSettings) -> MergeResult:
         result.by_round = price_by_round(priced, pairs)
         result.paired = paired_differences(priced, pairs)
     if settings.out is not None:
-        _write(result, settings.out, priced, pairs)
+        _write(result, settings.out)
     return result
 
 
@@ -247,10 +247,9 @@ def _analysed_games(run: Path) -> dict[tuple[str, str, int, int], dict[str, Any]
     return {(r["a"], r["b"], r["deal"], r["seating"]): r for r in rows}
 
 
-def _write(result: MergeResult, out: Path, priced: list[dict[str, Any]],
-           pairs: list[tuple[str, str]]) -> None:
-    """``summary.parquet``, ``cross_table.png``, ``merge.json`` and, with analysed games
-    (``priced``), the two price tables into ``out``."""
+def _write(result: MergeResult, out: Path) -> None:
+    """``summary.parquet``, ``cross_table.png``, ``merge.json`` and, with analysed games,
+    the two price tables into ``out``."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -266,8 +265,8 @@ def _write(result: MergeResult, out: Path, priced: list[dict[str, Any]],
     with atomic_path(out / SUMMARY_TABLE) as tmp:
         pq.write_table(pa.Table.from_pylist(rows, schema=schema), str(tmp))
     draw_cross_table(result.agents, result.pairs, out / CROSS_TABLE)
-    if priced:
-        write_price_aggregates(out, priced, pairs)
+    if result.priced:
+        write_price_aggregates(out, result.by_round, result.paired)
     else:  # no stale tables of an earlier merge into this folder
         for name in (PRICE_BY_ROUND_TABLE, PRICE_PAIRED_TABLE):
             (out / name).unlink(missing_ok=True)

@@ -525,23 +525,19 @@ def read_price_games(run: str | Path) -> list[dict[str, Any]] | None:
     return out
 
 
-def write_price_aggregates(folder: Path, games: Sequence[dict[str, Any]],
-                           pairs: Sequence[tuple[str, str]]
-                           ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Write ``price_by_round.parquet`` and ``price_paired.parquet`` of the analysed games
-    ``games`` (rows as :func:`price_by_round` reads them) into ``folder``, atomically;
-    returns (aggregate rows, paired rows)."""
+def write_price_aggregates(folder: Path, aggregates: Sequence[dict[str, Any]],
+                           paired: Sequence[dict[str, Any]]) -> None:
+    """Write ``price_by_round.parquet`` (:func:`price_by_round`'s rows) and
+    ``price_paired.parquet`` (:func:`paired_differences`') into ``folder``, atomically."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     from tensorcfr.utils.io import atomic_path
 
-    aggregates, paired = price_by_round(games, pairs), paired_differences(games, pairs)
     for name, rows, schema in ((PRICE_BY_ROUND_TABLE, aggregates, _schemas()[1]),
                                (PRICE_PAIRED_TABLE, paired, _paired_schema())):
         with atomic_path(folder / name) as tmp:
-            pq.write_table(pa.Table.from_pylist(rows, schema=schema), str(tmp))
-    return aggregates, paired
+            pq.write_table(pa.Table.from_pylist(list(rows), schema=schema), str(tmp))
 
 
 def _write_tables(run: Path, agents: Sequence[str], games: Sequence[dict[str, Any]],
@@ -561,7 +557,8 @@ def _write_tables(run: Path, agents: Sequence[str], games: Sequence[dict[str, An
     ok = [r for r in table_rows if r["status"] == "ok"]
     with atomic_path(run / PRICE_GAMES_TABLE) as tmp:
         pq.write_table(pa.Table.from_pylist(table_rows, schema=_schemas()[0]), str(tmp))
-    aggregates, paired = write_price_aggregates(run, ok, pairs)
+    aggregates, paired = price_by_round(ok, pairs), paired_differences(ok, pairs)
+    write_price_aggregates(run, aggregates, paired)
     return table_rows, aggregates, paired
 
 
