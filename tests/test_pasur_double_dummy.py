@@ -8,6 +8,7 @@ order, and the position's value). Over 1,000 positions in all, a few seconds.
 
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
@@ -18,8 +19,11 @@ from tensorcfr.games.pasur.solving.double_dummy import (
     dd_action_values,
     dd_action_values_many,
     dd_value,
+    solve_double_dummy,
 )
 from tensorcfr.games.pasur.solving.exact import DeadlineExceeded, action_values_many, solve_exact
+
+from _cli_helpers import cli
 
 
 def _random_line(state: rules.GameState, plays: int, rng: random.Random) -> rules.GameState:
@@ -82,3 +86,58 @@ def test_rejects_a_hand_not_dealt_in_the_round() -> None:
         dd_action_values(bad)
     with pytest.raises(ValueError, match="table_bits"):
         DoubleDummySolver(table_bits=8)
+
+
+# ---------------------------------------------------------------- pasur solve --method double-dummy
+
+@pytest.mark.parametrize("seed", [0, 3, 7])
+def test_solve_gives_the_exact_solvers_value_and_principal_line(seed: int) -> None:
+    """From a deal's start, from a position mid-game (its history kept) and from a position
+    whose history is unknown (``start_play`` in the record): the same value, the same
+    optimal game and the same score rows as the exact solver."""
+    state = rules.initial_state(rules.random_deal(seed))
+    mid = _random_line(state, 13, random.Random(seed))
+    bare = rules.GameState(deal=mid.deal, play_index=mid.play_index, hands=mid.hands,
+                           pool=mid.pool, piles=mid.piles, surs=mid.surs,
+                           last_capturer=mid.last_capturer)
+    for start in (state, mid, bare):
+        exact = solve_exact(start)
+        searched = solve_double_dummy(start)
+        assert searched.value == exact.value
+        assert searched.principal_line == exact.principal_line
+        assert searched.principal_rows == exact.principal_rows
+        assert searched.positions_searched > 0 and searched.searches > 0
+    assert "start_play" in solve_double_dummy(bare).principal_line
+
+
+def test_solve_of_a_finished_game_is_its_score() -> None:
+    state = _random_line(rules.initial_state(rules.random_deal(2)), rules.NUM_PLAYS,
+                         random.Random(2))
+    assert state.is_terminal
+    searched = solve_double_dummy(state)
+    assert searched.value == rules.utility(state) == solve_exact(state).value
+    assert searched.principal_rows == []
+    assert searched.principal_line == solve_exact(state).principal_line
+
+
+def test_cli_solve_double_dummy(tmp_path) -> None:
+    exact = json.loads(cli("pasur", "solve", "--seed", "3", "--json").stdout)
+    done = cli("pasur", "solve", "--seed", "3", "--method", "double-dummy", "--json",
+               "--out", tmp_path / "dd")
+    assert done.returncode == 0, done.stderr
+    searched = json.loads(done.stdout)
+    assert searched["method"] == "double-dummy" and searched["device"] == "cpu"
+    for key in ("deal", "start_play", "value", "principal_line", "principal_rows", "seed"):
+        assert searched[key] == exact[key], key
+    assert searched["positions_searched"] > 0 and searched["kernel_load_seconds"] >= 0
+    assert not {"states_per_level", "num_states"} & set(searched)  # no merged states counted
+    assert json.loads((tmp_path / "dd" / "double_dummy_solution.json").read_text()) == searched
+    assert json.loads((tmp_path / "dd" / "principal_line.json").read_text()) == \
+        exact["principal_line"]
+    text = cli("pasur", "solve", "--seed", "3", "--method", "double-dummy")
+    assert text.returncode == 0 and "value" in text.stdout
+    assert "positions searched" in text.stdout and "-6" in text.stdout
+    refused = cli("pasur", "solve", "--seed", "3", "--method", "double-dummy",
+                  "--variant", "cfr")
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert "--variant only applies to --method dcfr" in refused.stderr

@@ -37,7 +37,8 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Sequence
+from dataclasses import dataclass
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -47,12 +48,14 @@ from tensorcfr.games.pasur.solving.exact import DeadlineExceeded
 
 __all__ = [
     "DEFAULT_TABLE_BITS",
+    "DoubleDummySolution",
     "DoubleDummySolver",
     "compile_kernels",
     "dd_action_values",
     "dd_action_values_many",
     "dd_value",
     "position_arrays",
+    "solve_double_dummy",
 ]
 
 DEFAULT_TABLE_BITS = 18
@@ -233,8 +236,13 @@ class DoubleDummySolver:
         (:meth:`.exact.ExactSolution.action_values`); ``[]`` for a finished game."""
         if state.is_terminal:
             return []
+        return self._action_values(state, self._next_generation())
+
+    def _action_values(self, state: rules.GameState, gen: int) -> ActionValues:
+        """:meth:`action_values` with the table generation ``gen`` (a new one for a lone
+        position; one for all the positions of a deal, as :meth:`optimal_line` does)."""
         hands, masks, pos = self._position(state)
-        gen = self._next_generation()
+        self._stats[:] = 0
         k = _kernel()
         n = int(k.play_values(*pos, hands, masks, self._table, gen, self.table_bits,
                               self._move_card, self._move_cap, self._move_key, self._frame,
@@ -259,6 +267,32 @@ class DoubleDummySolver:
         if len(out) != n:  # pragma: no cover - a kernel bug
             raise AssertionError("the double-dummy plays differ from the legal plays")
         return out
+
+    def optimal_line(self, state: rules.GameState
+                     ) -> tuple[list[rules.Action], int, int, int]:
+        """An optimal game from ``state`` to the end: at each position the first optimal
+        play in :func:`rules.legal_actions` order (the exact solver's principal line, the
+        same plays), every search of the line sharing one table generation. Returns the
+        plays, ``state``'s value (final Alex-minus-Bob points), and the positions searched
+        and the zero-window searches made over the line."""
+        gen = self._next_generation()
+        actions: list[rules.Action] = []
+        value = rules.utility(state) if state.is_terminal else None
+        nodes = searches = 0
+        while not state.is_terminal:
+            values = self._action_values(state, gen)
+            nodes += self.nodes
+            searches += self.searches
+            pick = max if state.player == rules.ALEX else min
+            best = pick(v for _, v in values)
+            if value is None:
+                value = best
+            action = next(a for a, v in values if v == best)
+            actions.append(action)
+            state = rules.apply_action(state, action)
+        self.nodes, self.searches = nodes, searches
+        assert value is not None
+        return actions, value, nodes, searches
 
     def action_values_many(self, states: Sequence[rules.GameState], *,
                            deadline: float | None = None) -> list[ActionValues]:
@@ -298,6 +332,72 @@ def dd_action_values_many(states: Sequence[rules.GameState], *,
     """Every legal play's exact value for each state (this thread's shared solver): the
     same answers as :func:`.exact.action_values_many`, in the same order."""
     return _default_solver().action_values_many(states, deadline=deadline)
+
+
+@dataclass(frozen=True)
+class DoubleDummySolution:
+    """What ``tensorcfr pasur solve --method double-dummy`` reports for a deal or position.
+
+    Attributes:
+        deal: the deal's 52 card indices.
+        start: the position solved from (the initial state for a whole deal).
+        value: final Alex-minus-Bob points under optimal play from ``start`` (points scored
+            before it included): the exact solver's value.
+        principal_line: game record of an optimal game, the exact solver's principal line
+            (:attr:`.exact.ExactSolution.principal_line`: the same plays).
+        principal_rows: one row per play of it from ``start`` (:func:`.exact.replay_rows`).
+        positions_searched: positions the search visited over the whole line (table hits
+            included): the work, where the exact solver counts its merged states.
+        searches: zero-window searches made over the line.
+        seconds: wall-clock time of the solve and the line, s.
+        peak_rss_mb: peak resident memory of this process after the solve, MiB.
+    """
+
+    deal: tuple[int, ...]
+    start: rules.GameState
+    value: int
+    principal_line: dict[str, Any]
+    principal_rows: list[dict[str, Any]]
+    positions_searched: int
+    searches: int
+    seconds: float
+    peak_rss_mb: float
+
+    def summary(self) -> dict[str, Any]:
+        """JSON-ready summary (``tensorcfr pasur solve --method double-dummy --json``)."""
+        return {"deal": list(self.deal), "start_play": self.start.play_index,
+                "value": self.value, "positions_searched": self.positions_searched,
+                "searches": self.searches, "seconds": self.seconds,
+                "peak_rss_mb": self.peak_rss_mb, "device": "cpu",
+                "principal_line": self.principal_line, "principal_rows": self.principal_rows}
+
+
+def solve_double_dummy(deal_or_state: Sequence[int] | rules.GameState,
+                       solver: DoubleDummySolver | None = None) -> DoubleDummySolution:
+    """The value and an optimal game of a full-information deal (or of the rest of a game
+    from a position) by the double-dummy search: the exact solver's value and principal line
+    (tests/test_pasur_double_dummy.py), without its count of every merged state.
+
+    Args:
+        deal_or_state: a deal (52 card indices, validated) or a :class:`rules.GameState`.
+        solver: the search to use (default: this thread's shared one).
+
+    Raises:
+        InvalidDealError: a bad deal.
+    """
+    from tensorcfr.games.pasur.solving.exact import principal_record
+    from tensorcfr.utils.resources import peak_rss_mb
+
+    t0 = time.perf_counter()
+    start = (deal_or_state if isinstance(deal_or_state, rules.GameState)
+             else rules.initial_state(rules.validate_deal(deal_or_state)))
+    solver = _default_solver() if solver is None else solver
+    actions, value, nodes, searches = solver.optimal_line(start)
+    record, rows = principal_record(start, actions, value)  # checks the line scores value
+    return DoubleDummySolution(deal=tuple(start.deal), start=start, value=value,
+                               principal_line=record, principal_rows=rows,
+                               positions_searched=nodes, searches=searches,
+                               seconds=time.perf_counter() - t0, peak_rss_mb=peak_rss_mb())
 
 
 def compile_kernels() -> float:

@@ -91,6 +91,8 @@ __all__ = [
     "batch_capacity",
     "build_state_graph",
     "memoised_minimax",
+    "principal_record",
+    "replay_rows",
     "solve_exact",
     "state_key",
     "sum11_combos",
@@ -200,16 +202,8 @@ class ExactSolution:
             if self.start.is_terminal:
                 self._line = {"deal": list(self.deal), "plays": record_prefix}, []
                 return self._line
-            actions = _principal_line(self._graph)
-            final, rows = _replay_rows(self.start, actions)
-            if rules.utility(final) != self.value:  # pragma: no cover - a solver bug
-                raise AssertionError(
-                    f"principal line scores {rules.utility(final)}, value is {self.value}")
-            record: dict[str, Any] = {"deal": list(self.deal), "plays": record_prefix + [
-                {"card": a.card, "captured": list(a.captured)} for a in actions]}
-            if len(record_prefix) != self.start.play_index:
-                record["start_play"] = self.start.play_index  # the history before is unknown
-            self._line = record, rows
+            self._line = principal_record(self.start, _principal_line(self._graph),
+                                          self.value)
         return self._line
 
     @property
@@ -310,9 +304,33 @@ def _principal_line(graph: LevelGraph) -> list[rules.Action]:
     return actions
 
 
-def _replay_rows(start: rules.GameState, actions: list[rules.Action]
-                 ) -> tuple[rules.GameState, list[dict[str, Any]]]:
-    """Replay ``actions`` through :mod:`rules` and tabulate the running score."""
+def principal_record(start: rules.GameState, actions: list[rules.Action], value: int
+                     ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The game record and the score rows of an optimal game: ``start``'s history, then
+    ``actions`` (optimal plays from ``start`` to the end), checked to end at ``value`` (final
+    Alex-minus-Bob points). The record is ``{"deal", "plays"}`` plus ``"start_play"`` when
+    ``start``'s history does not reach back to play 0; the rows are :func:`replay_rows`'s.
+
+    Raises:
+        AssertionError: the plays do not score ``value`` (a solver bug).
+    """
+    prefix = [{"card": a.card, "captured": list(a.captured)} for a in start.history]
+    final, rows = replay_rows(start, actions)
+    if rules.utility(final) != value:  # pragma: no cover - a solver bug
+        raise AssertionError(f"principal line scores {rules.utility(final)}, value is {value}")
+    record: dict[str, Any] = {"deal": list(start.deal), "plays": prefix + [
+        {"card": a.card, "captured": list(a.captured)} for a in actions]}
+    if len(prefix) != start.play_index:
+        record["start_play"] = start.play_index  # the history before is unknown
+    return record, rows
+
+
+def replay_rows(start: rules.GameState, actions: list[rules.Action]
+                ) -> tuple[rules.GameState, list[dict[str, Any]]]:
+    """Replay ``actions`` (legal plays from ``start``) through :mod:`rules` and tabulate the
+    running score: the final state and one row per play (``play``, ``player``, ``card``,
+    ``captured``, ``points`` the mover scored, ``alex`` and ``bob`` the running totals), plus
+    a ``play: None`` row for the last pool's cleanup."""
     state = start
     rows: list[dict[str, Any]] = []
     a0, b0 = (s.total for s in rules.score(state))
