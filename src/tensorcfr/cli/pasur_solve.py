@@ -246,8 +246,9 @@ def solve_command(
     device: str = typer.Option("cpu", "--device", help="Torch device (cpu, cuda, ...)."),
     method: str = typer.Option("exact", "--method", help="exact (minimax by backward "
                                "induction; counts every merged state), double-dummy (the "
-                               "same value and optimal game by alpha-beta search, about "
-                               "5x-20x faster) or dcfr (round-by-round CFR)."),
+                               "same value and optimal game by alpha-beta search: tens of "
+                               "milliseconds, after about a second to load the compiled "
+                               "search) or dcfr (round-by-round CFR)."),
     mode: Optional[str] = typer.Option(None, "--mode", help="dcfr: tree (the paper's game "
                                        "tree) or dag (merged states; the default)."),
     iterations: Optional[int] = typer.Option(None, "--iterations", min=1, max=1_000_000,
