@@ -118,6 +118,10 @@ def test_solve_of_a_finished_game_is_its_score() -> None:
     assert searched.value == rules.utility(state) == solve_exact(state).value
     assert searched.principal_rows == []
     assert searched.principal_line == solve_exact(state).principal_line
+    bare = rules.GameState(deal=state.deal, play_index=state.play_index, hands=state.hands,
+                           pool=state.pool, piles=state.piles, surs=state.surs,
+                           last_capturer=state.last_capturer)  # its history unknown
+    assert solve_double_dummy(bare).principal_line == solve_exact(bare).principal_line
 
 
 def test_cli_solve_double_dummy(tmp_path) -> None:

@@ -128,7 +128,6 @@ def _run_exact(deal: tuple[int, ...], seed: int | None, json_out: bool, max_memo
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from tensorcfr.games.pasur.solving.exact import NUM_LEVELS, solve_exact
-    from tensorcfr.utils.io import write_json_atomic
 
     if json_out or not err_console.is_terminal:  # no bar (nor its blank line) in logs
         solution = solve_exact(deal, device=device, max_memory=max_memory)
@@ -139,16 +138,26 @@ def _run_exact(deal: tuple[int, ...], seed: int | None, json_out: bool, max_memo
             solution = solve_exact(deal, device=device, max_memory=max_memory,
                                    progress=lambda level: bar.update(task, completed=level + 1))
     summary = {"method": "exact", "seed": seed, "threads": threads, **solution.summary()}
+    _save_and_report(summary, "exact_solution.json", solution.principal_line, json_out, out,
+                     lambda: _print_solution(solution, threads))
+
+
+def _save_and_report(summary: dict[str, Any], summary_file: str,
+                     principal_line: dict[str, Any], json_out: bool, out: str | None,
+                     print_text: Any) -> None:
+    """A solve's files in ``--out`` (``summary_file`` and ``principal_line.json``, each
+    atomically), then the JSON object, or ``print_text()`` and the files written."""
+    from tensorcfr.utils.io import write_json_atomic
+
     if out is not None:
-        folder = Path(out)
-        write_json_atomic(folder / "exact_solution.json", summary)
-        write_json_atomic(folder / "principal_line.json", solution.principal_line)
+        write_json_atomic(Path(out) / summary_file, summary)
+        write_json_atomic(Path(out) / "principal_line.json", principal_line)
     if json_out:
         print_json(summary)
         return
-    _print_solution(solution, threads)
+    print_text()
     if out is not None:
-        console.print(f"wrote {Path(out) / 'exact_solution.json'} and "
+        console.print(f"wrote {Path(out) / summary_file} and "
                       f"{Path(out) / 'principal_line.json'}", highlight=False)
 
 
@@ -157,23 +166,13 @@ def _run_double_dummy(deal: tuple[int, ...], seed: int | None, json_out: bool,
     """``--method double-dummy``: the value and the principal line by the search
     (:func:`double_dummy.solve_double_dummy`), its summary in ``--out``."""
     from tensorcfr.games.pasur.solving.double_dummy import compile_kernels, solve_double_dummy
-    from tensorcfr.utils.io import write_json_atomic
 
     load_seconds = compile_kernels()  # numba's import and cached code: apart from the solve
     solution = solve_double_dummy(deal)
     summary = {"method": "double-dummy", "seed": seed, "threads": 1, **solution.summary(),
                "kernel_load_seconds": load_seconds}
-    if out is not None:
-        folder = Path(out)
-        write_json_atomic(folder / "double_dummy_solution.json", summary)
-        write_json_atomic(folder / "principal_line.json", solution.principal_line)
-    if json_out:
-        print_json(summary)
-        return
-    _print_double_dummy(solution, load_seconds)
-    if out is not None:
-        console.print(f"wrote {Path(out) / 'double_dummy_solution.json'} and "
-                      f"{Path(out) / 'principal_line.json'}", highlight=False)
+    _save_and_report(summary, "double_dummy_solution.json", solution.principal_line, json_out,
+                     out, lambda: _print_double_dummy(solution, load_seconds))
 
 
 def _run_dcfr(settings: Any, json_out: bool) -> None:

@@ -44,7 +44,7 @@ import numpy as np
 
 from tensorcfr.games.pasur.engine import rules
 from tensorcfr.games.pasur.engine.cards import ACES, JACKS, TEN_OF_DIAMONDS, TWO_OF_CLUBS
-from tensorcfr.games.pasur.solving.exact import DeadlineExceeded
+from tensorcfr.games.pasur.solving.exact import DeadlineExceeded, as_start
 
 __all__ = [
     "DEFAULT_TABLE_BITS",
@@ -172,8 +172,7 @@ class DoubleDummySolver:
     def value(self, deal_or_state: Sequence[int] | rules.GameState) -> int:
         """Final Alex-minus-Bob points under optimal play from a deal's start or a position
         (points scored before it included): :attr:`.exact.ExactSolution.value`."""
-        state = (deal_or_state if isinstance(deal_or_state, rules.GameState)
-                 else rules.initial_state(rules.validate_deal(deal_or_state)))
+        state = as_start(deal_or_state)
         if state.is_terminal:
             return rules.utility(state)
         hands, masks, pos = self._position(state)
@@ -389,8 +388,7 @@ def solve_double_dummy(deal_or_state: Sequence[int] | rules.GameState,
     from tensorcfr.utils.resources import peak_rss_mb
 
     t0 = time.perf_counter()
-    start = (deal_or_state if isinstance(deal_or_state, rules.GameState)
-             else rules.initial_state(rules.validate_deal(deal_or_state)))
+    start = as_start(deal_or_state)
     solver = _default_solver() if solver is None else solver
     actions, value, nodes, searches = solver.optimal_line(start)
     record, rows = principal_record(start, actions, value)  # checks the line scores value

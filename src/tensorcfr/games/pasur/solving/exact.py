@@ -88,6 +88,7 @@ __all__ = [
     "POOL_SHIFT",
     "StateNotSolvedError",
     "action_values_many",
+    "as_start",
     "batch_capacity",
     "build_state_graph",
     "memoised_minimax",
@@ -197,13 +198,8 @@ class ExactSolution:
 
     def _principal(self) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         if self._line is None:
-            record_prefix = [{"card": a.card, "captured": list(a.captured)}
-                             for a in self.start.history]
-            if self.start.is_terminal:
-                self._line = {"deal": list(self.deal), "plays": record_prefix}, []
-                return self._line
-            self._line = principal_record(self.start, _principal_line(self._graph),
-                                          self.value)
+            actions = [] if self.start.is_terminal else _principal_line(self._graph)
+            self._line = principal_record(self.start, actions, self.value)
         return self._line
 
     @property
@@ -309,7 +305,8 @@ def principal_record(start: rules.GameState, actions: list[rules.Action], value:
     """The game record and the score rows of an optimal game: ``start``'s history, then
     ``actions`` (optimal plays from ``start`` to the end), checked to end at ``value`` (final
     Alex-minus-Bob points). The record is ``{"deal", "plays"}`` plus ``"start_play"`` when
-    ``start``'s history does not reach back to play 0; the rows are :func:`replay_rows`'s.
+    ``start`` is not finished and its history does not reach back to play 0 (a finished game's
+    record is its history alone); the rows are :func:`replay_rows`'s.
 
     Raises:
         AssertionError: the plays do not score ``value`` (a solver bug).
@@ -320,7 +317,7 @@ def principal_record(start: rules.GameState, actions: list[rules.Action], value:
         raise AssertionError(f"principal line scores {rules.utility(final)}, value is {value}")
     record: dict[str, Any] = {"deal": list(start.deal), "plays": prefix + [
         {"card": a.card, "captured": list(a.captured)} for a in actions]}
-    if len(prefix) != start.play_index:
+    if len(prefix) != start.play_index and not start.is_terminal:
         record["start_play"] = start.play_index  # the history before is unknown
     return record, rows
 
@@ -372,7 +369,9 @@ def replay_rows(start: rules.GameState, actions: list[rules.Action]
     return state, rows
 
 
-def _as_start(deal_or_state: Sequence[int] | rules.GameState) -> rules.GameState:
+def as_start(deal_or_state: Sequence[int] | rules.GameState) -> rules.GameState:
+    """The position a solve starts from: ``deal_or_state`` itself, or a deal's (validated)
+    initial state."""
     if isinstance(deal_or_state, rules.GameState):
         return deal_or_state
     return rules.initial_state(rules.validate_deal(deal_or_state))
@@ -397,7 +396,7 @@ def solve_exact(deal_or_state: Sequence[int] | rules.GameState, device: str | to
         optimal play and whose principal line replays legally through :mod:`rules`.
     """
     t0 = time.perf_counter()
-    start = _as_start(deal_or_state)
+    start = as_start(deal_or_state)
     dev = torch.device(device)
     deal = tuple(start.deal)
     if start.is_terminal:
