@@ -12,6 +12,8 @@ a shared machine hits every solver alike: compare the ratios of one run.  Solver
 * ``new_level``: the same with ``compiled_passes = "level"`` (the per-level loops: the
   compiled passes before the fused ones);
 * ``new_torch``: the same with ``numba_min_nodes = None`` (the torch passes);
+* ``new_lean``: ``TensorCFRSolver(game, passes="lean")`` (the memory-lean passes of
+  ``tensorcfr.core.lean_passes``: no per-node state between iterations);
 * ``numba_runtime``: memory only: the compiled passes forced on ``kuhn_poker`` (a few
   dozen nodes), so its growth above the baseline is numba's own (the import, LLVM, the
   cached compiled code of both engines), the fixed cost per process that ``new`` pays
@@ -80,7 +82,8 @@ else:
     if solver_name in ("new_fused", "new_level"):
         cls = type("Compiled", (TensorCFRSolver,),
                    {"compiled_passes": solver_name.split("_")[1]})
-    solver = cls(game, algo="cfr", dtype="float64")
+    solver = cls(game, algo="cfr", dtype="float64",
+                 **({"passes": "lean"} if solver_name == "new_lean" else {}))
     if solver_name == "numba_runtime":  # load the level passes' compiled code too
         from tensorcfr.core.numba_passes import LevelPasses
         level = LevelPasses(solver)
@@ -217,7 +220,8 @@ def render(report: dict) -> str:
     """The markdown table of a report."""
     names = {"new": "new (pruned compiled passes)", "new_fused": "fused compiled passes",
              "new_level": "level compiled passes",
-             "new_torch": "torch passes", "old": "old", "cpp": "OpenSpiel C++",
+             "new_torch": "torch passes", "new_lean": "lean passes", "old": "old",
+             "cpp": "OpenSpiel C++",
              "numba_runtime": "numba runtime only (kuhn_poker)"}
     lines = ["| game | solver | set-up s | ms/iter | CPU ms/iter | x C++ (wall) | "
              "x C++ (CPU) | above baseline MiB | anon above baseline MiB | mem / C++ |",

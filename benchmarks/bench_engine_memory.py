@@ -21,6 +21,8 @@ the *file* part otherwise drifts with what other processes evicted.
 Configurations:
 
 * ``cpp``: ``pyspiel.CFRSolver(game)``;
+* ``lean``: ``TensorCFRSolver(game, passes="lean")``: the memory-lean passes
+  (:mod:`tensorcfr.core.lean_passes`, no per-node state between iterations);
 * ``torch``: ``TensorCFRSolver(game)`` with ``numba_min_nodes = None`` (the torch passes: what
   the GPU runs and what a memory-bound CPU user gets);
 * ``fused``: ``TensorCFRSolver(game)`` as it is by default (from 100,000 nodes on CPU the
@@ -59,7 +61,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
-CONFIGS = ("cpp", "torch", "fused", "torch_f32", "numba_import", "numba_trivial", "numba_fused",
+CONFIGS = ("cpp", "lean", "torch", "fused", "torch_f32", "numba_import", "numba_trivial", "numba_fused",
            "numba_both")
 
 _WORKER = r"""
@@ -95,12 +97,14 @@ else:
     tree = flatten_game(game)
     phases["tree"] = memory()
     attributes = {}
+    kwargs = {"passes": "lean"} if config == "lean" else {}
     if config in ("torch", "torch_f32"):
         attributes = {"numba_min_nodes": None}
     elif config in ("numba_fused", "numba_both"):
         attributes = {"numba_min_nodes": 0, "numpy_fast_path_max_nodes": -1}
     cls = type("Configured", (TensorCFRSolver,), attributes)
-    solver = cls(tree, algo="cfr", dtype="float32" if config == "torch_f32" else "float64")
+    solver = cls(tree, algo="cfr", dtype="float32" if config == "torch_f32" else "float64",
+                 **kwargs)
     del tree
     if config == "numba_both":  # load the level passes' compiled code too
         from tensorcfr.core.numba_passes import LevelPasses
@@ -112,6 +116,7 @@ else:
     phases["solver"] = memory()
     info = {"nodes": solver.tree.num_nodes, "uses_numba": solver.uses_numba,
             "compiled_passes": (solver._numba_passes.kind if solver.uses_numba else None),
+            "passes": getattr(solver, "passes", "auto"),
             "dtype": str(solver.dtype).removeprefix("torch.")}
 setup = time.perf_counter() - started
 started = time.perf_counter()
@@ -210,7 +215,8 @@ def bench_game(game: str, configs: list[str], iterations: int, reps: int,
     return result
 
 
-_NAMES = {"cpp": "OpenSpiel C++ `CFRSolver`", "torch": "torch passes (`numba_min_nodes = None`)",
+_NAMES = {"cpp": "OpenSpiel C++ `CFRSolver`", "lean": "lean passes (`passes=\"lean\"`)",
+          "torch": "torch passes (`numba_min_nodes = None`)",
           "fused": "default: compiled passes", "torch_f32": "torch passes, float32",
           "numba_import": "`import numba` alone",
           "numba_trivial": "numba + one trivial cached function called",

@@ -116,6 +116,12 @@ def solve_command(
     cuda_graph: bool = typer.Option(False, "--cuda-graph",
                                     help="On a CUDA --device: replay each iteration as one "
                                     "captured CUDA graph (one launch per iteration)."),
+    passes: str = typer.Option(
+        "auto", "--passes",
+        help="Which passes run the iterations: auto (numpy for small trees, compiled from "
+        "100,000 nodes on CPU, torch otherwise), torch, or lean (CPU, float64: no per-node "
+        "state between iterations, about a third of the torch passes' memory at about "
+        "half their speed)."),
     dtype: Optional[str] = typer.Option(
         None, help="float64, float32 or auto (default: float64 up to 5,000,000 nodes, "
         "float32 above; the choice is printed)."),
@@ -150,7 +156,7 @@ def solve_command(
     settings = SolveSettings(
         game=game, algo=algo, iterations=iterations, alternating=alternating, alpha=alpha,
         beta=beta, gamma=gamma, eval_every=eval_every, device=device, cuda_graph=cuda_graph,
-        dtype=dtype, threads=threads, max_memory=max_memory, save=save, checkpoint_every=checkpoint_every,
+        passes=passes, dtype=dtype, threads=threads, max_memory=max_memory, save=save, checkpoint_every=checkpoint_every,
         resume=resume, policy_out=policy_out, plot=plot)
     with _Display() as display:
         summary = solve(settings, on_progress=display).summary
@@ -179,6 +185,7 @@ def _print_summary(summary: dict[str, Any], save: Path | None, policy_out: Path 
                  f"{summary['num_action_slots']} action slots"),
         ("device / dtype / threads", f"{summary['device']} / {summary['dtype']} / "
                                      f"{summary['threads']}"),
+        ("passes", summary["passes"]),
         ("peak RSS", f"{summary['peak_rss_mb']:.0f} MiB"),
     ]
     for label, path in (("checkpoint", save), ("policy", policy_out), ("plot", plot)):

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -80,7 +81,11 @@ class FlatTree:
     """
 
     def __init__(self, tree: LevelTree, device: torch.device, dtype: torch.dtype,
-                 chunk: int = PASS_CHUNK) -> None:
+                 chunk: int = PASS_CHUNK, node_arrays: bool = True) -> None:
+        """``node_arrays=False`` numbers the slots only (the counts, level bounds and slot
+        numbering) and leaves the per-node arrays to :meth:`restore_node_arrays`: what
+        the lean passes (:mod:`tensorcfr.core.lean_passes`), which read the tree itself,
+        need."""
         self.num_players = tree.num_players
         self.device = device
         self.dtype = dtype
@@ -94,71 +99,72 @@ class FlatTree:
         self.num_terminals = tree.num_terminals
         new_of_old_slot = self._number_slots(tree)
         self.gathered_last = self._gathered_last_player(tree)
+        self.max_level_nodes = max(sizes) if sizes else 0
+        self.node_arrays_released = False
+        if not node_arrays:
+            self.node_arrays_released = True
+            return
         self._lay_out_levels(tree, new_of_old_slot)
         del new_of_old_slot
         self._mark_stored_levels(sizes)
-        # first level holding a child of p's decision node (depth when p never acts)
-        self.first_level = [levels[0].depth if levels else len(sizes)
-                            for levels in self.player_levels]
-        self.max_level_nodes = max(sizes) if sizes else 0
 
     def _number_slots(self, tree: LevelTree) -> Tensor:
         """Number infosets and slots internally, grouped by player and stable within a
         player: sets the counts, :attr:`tree_slot_of_internal`, each player's infoset and
         slot ranges, its slots' local infosets and uniform strategy; returns the internal
-        slot of each tree slot (int32 where the count allows)."""
+        slot of each tree slot (int32 where the count allows).
+
+        In numpy (the results handed to torch without a copy): torch's sort, scatter and
+        search kernels would map about 8 MiB of library code into a process that, with
+        the lean passes, runs none of them again (docs/benchmarks/engine_memory.md)."""
         n_players = self.num_players
         device = self.device
         num_infosets = tree.num_infosets
-        player = tree.infoset_player.cpu().long()
-        num_actions = tree.infoset_num_actions.cpu().long()
-        old_offset = tree.infoset_action_offset.cpu().long()
-        order = torch.argsort(player * max(num_infosets, 1) + torch.arange(num_infosets),
-                              stable=True)  # internal infoset -> tree infoset
+        player = tree.infoset_player.cpu().numpy().astype(np.int64)
+        num_actions = tree.infoset_num_actions.cpu().numpy().astype(np.int64)
+        old_offset = tree.infoset_action_offset.cpu().numpy().astype(np.int64)
+        # internal infoset -> tree infoset: by player, stable within a player
+        order = np.argsort(player, kind="stable")
         new_num_actions = num_actions[order]
-        new_offset = torch.zeros(num_infosets, dtype=torch.long)
+        new_offset = np.zeros(num_infosets, dtype=np.int64)
         if num_infosets:
-            new_offset[1:] = torch.cumsum(new_num_actions, 0)[:-1]
+            np.cumsum(new_num_actions[:-1], out=new_offset[1:])
         num_slots = int(num_actions.sum()) if num_infosets else 0
         self.num_slots = num_slots
         self.num_infosets = num_infosets
         # Slot-sized index arrays in int32 where the counts allow (the set-up's peak: a few
         # of them exist at once; slot permutations are only gathered with).
-        slot_index_dtype = torch.int32 if num_slots < 2**31 - 1 else torch.long
-        internal_infoset = torch.repeat_interleave(
-            torch.arange(num_infosets, dtype=slot_index_dtype), new_num_actions)
+        slot_index_dtype = np.int32 if num_slots < 2**31 - 1 else np.int64
+        internal_infoset = np.repeat(np.arange(num_infosets, dtype=slot_index_dtype),
+                                     new_num_actions)
         # internal slot -> tree slot: the infoset's first tree slot + the action's position
-        old_slot = (old_offset[order] - new_offset).to(slot_index_dtype).index_select(
-            0, internal_infoset)
-        old_slot.add_(torch.arange(num_slots, dtype=slot_index_dtype))
-        new_of_old_slot = torch.empty(num_slots, dtype=slot_index_dtype)
-        new_of_old_slot.index_copy_(0, old_slot.long(), torch.arange(num_slots,
-                                                                     dtype=slot_index_dtype))
-        self.tree_slot_of_internal = old_slot.to(device=device)
+        old_slot = (old_offset[order] - new_offset).astype(slot_index_dtype)[internal_infoset]
+        old_slot += np.arange(num_slots, dtype=slot_index_dtype)
+        new_of_old_slot = np.empty(num_slots, dtype=slot_index_dtype)
+        new_of_old_slot[old_slot] = np.arange(num_slots, dtype=slot_index_dtype)
+        self.tree_slot_of_internal = torch.from_numpy(old_slot).to(device=device)
         del old_slot
         sorted_player = player[order]
         self.infoset_range: list[tuple[int, int]] = []
         self.slot_range: list[tuple[int, int]] = []
         for p in range(n_players):
-            i0 = int(torch.searchsorted(sorted_player, p, right=False))
-            i1 = int(torch.searchsorted(sorted_player, p, right=True))
+            i0 = int(np.searchsorted(sorted_player, p, side="left"))
+            i1 = int(np.searchsorted(sorted_player, p, side="right"))
             a0 = int(new_offset[i0]) if i0 < num_infosets else num_slots
             a1 = int(new_offset[i1]) if i1 < num_infosets else num_slots
             self.infoset_range.append((i0, i1))
             self.slot_range.append((a0, a1))
-        counts = new_num_actions.to(torch.float64)
         # [A_p] infoset local to p's range (int32 where it fits: index_add_ / index_select
         # indices, never scatter targets)
         self.local_action_infoset: list[Tensor] = []
-        self.uniform: list[Tensor] = []  # [A_p] 1 / (number of actions of the slot's infoset)
+        infoset_dtype = np.int32 if num_infosets < 2**31 - 1 else np.int64
         for p in range(n_players):
             i0, _ = self.infoset_range[p]
             a0, a1 = self.slot_range[p]
-            self.local_action_infoset.append((internal_infoset[a0:a1] - i0).to(
-                device=device, dtype=torch.int32 if num_infosets < 2**31 - 1 else torch.long))
-            self.uniform.append(counts[internal_infoset[a0:a1]].reciprocal().to(
-                device=device, dtype=self.dtype))
-        return new_of_old_slot
+            local = (internal_infoset[a0:a1] - i0).astype(infoset_dtype)
+            self.local_action_infoset.append(torch.from_numpy(local).to(device=device))
+        self._uniform: list[Tensor] | None = None
+        return torch.from_numpy(new_of_old_slot)
 
     @staticmethod
     def _gathered_last_player(tree: LevelTree) -> int | None:
@@ -168,10 +174,10 @@ class FlatTree:
         player's decision nodes (battleship: 82% of the nodes), keeps no edge
         probabilities: the backward pass gathers them from that player's strategy."""
         sizes = tree.level_sizes()
-        if len(sizes) > 1 and sizes[-1]:
+        if len(sizes) > 1 and sizes[-1]:  # (numpy: no torch kernel mapped for this)
             last = tree.levels[-1]
-            if bool((last.kind == KIND_TERMINAL).all()):
-                parent_kind = tree.levels[-2].kind.index_select(0, last.parent)
+            if bool((last.kind.cpu().numpy() == KIND_TERMINAL).all()):
+                parent_kind = tree.levels[-2].kind.cpu().numpy()[last.parent.cpu().numpy()]
                 actor = int(parent_kind[0])
                 if actor >= 0 and bool((parent_kind == actor).all()):
                     return actor
@@ -351,6 +357,9 @@ class FlatTree:
                 self.chance_reach[d] = self.chance_reach[d][:0]  # never read
             stored += 0 if terminal_level else size
         self.num_stored = stored
+        # first level holding a child of p's decision node (depth when p never acts)
+        self.first_level = [levels[0].depth if levels else len(sizes)
+                            for levels in self.player_levels]
 
 
     _NODE_ARRAYS = ("edge_prob", "parent_local", "terminal_index", "player_levels",
@@ -386,6 +395,23 @@ class FlatTree:
         del new_of_old_slot
         self._mark_stored_levels(tree.level_sizes())
         self.node_arrays_released = False
+
+    @property
+    def uniform(self) -> list[Tensor]:
+        """[A_p] per player: 1 / (the number of actions of each slot's infoset), the
+        strategy of regret matching without positive regrets (built on first use and
+        kept; :meth:`uniform_strategy` builds one without keeping it)."""
+        if self._uniform is None:
+            self._uniform = [self.uniform_strategy(p) for p in range(self.num_players)]
+        return self._uniform
+
+    def uniform_strategy(self, player: int) -> Tensor:
+        """[A_p] ``player``'s uniform strategy (a new tensor, see :attr:`uniform`)."""
+        i0, i1 = self.infoset_range[player]
+        local = self.local_action_infoset[player].cpu().numpy()
+        counts = np.bincount(local, minlength=i1 - i0).astype(np.float64)
+        return torch.from_numpy(np.reciprocal(counts[local])).to(device=self.device,
+                                                                  dtype=self.dtype)
 
     @property
     def action_infoset(self) -> Tensor:

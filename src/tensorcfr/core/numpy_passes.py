@@ -16,7 +16,7 @@ import numpy as np
 
 from tensorcfr.core.regret import average_decay, discount_factor, regret_tolerance
 
-__all__ = ["NumpyPasses"]
+__all__ = ["NumpyPasses", "SlotUpdates"]
 
 
 class NumpyPasses:
@@ -77,14 +77,10 @@ class NumpyPasses:
             return out
 
         self.update = [update(views) for views in solver._update_views]
-        self.regrets = [t.numpy() for t in solver._regret_views]
-        self.predictions = [t.numpy() for t in solver._prediction_views]  # pcfr+ only
-        self.average = [t.numpy() for t in solver._average_views]
-        self.strategy = [t.numpy() for t in solver._strategy_views]
-        self.action_infoset = [t.numpy() for t in flat.local_action_infoset]
-        self.uniform = [t.numpy() for t in flat.uniform]
-        self.num_infosets = [i1 - i0 for i0, i1 in flat.infoset_range]
-        self.tolerance = regret_tolerance(solver.dtype)
+        self.slots = SlotUpdates(solver)
+        self.regrets = self.slots.regrets
+        self.predictions = self.slots.predictions
+        self.strategy = self.slots.strategy
 
     @staticmethod
     def _forward(views: list[tuple]) -> None:
@@ -108,19 +104,6 @@ class NumpyPasses:
                 edge_prob[child_index] = strategy[slot]
         for mask, edge_prob, factor in self.mixed_factors[player]:
             factor[...] = np.where(mask, edge_prob, 1.0)
-
-    def _discount(self, regrets: np.ndarray, t: int) -> None:
-        """In-place :func:`discount_regrets` (same elementwise operations)."""
-        name = self.variant.name
-        if name == "cfr":
-            return
-        if self.variant.floors_regrets:
-            np.maximum(regrets, 0.0, out=regrets)
-        elif name == "lcfr":
-            regrets *= discount_factor(t, 1.0)
-        else:
-            regrets *= np.where(regrets >= 0, discount_factor(t, self.variant.alpha),
-                                discount_factor(t, self.variant.beta))
 
     def iteration(self, t: int) -> None:
         """One alternating-update iteration ``t`` (as the torch path of
@@ -182,13 +165,60 @@ class NumpyPasses:
                 np.add.at(instant, slot, edge_regret)  # pcfr+
             np.add.at(regrets, slot, edge_regret)
             np.add.at(own_reach, slot, own[parent_index])
-        self._discount(regrets, t)
+        self.slots.finish(p, own_reach, t, decay)
+
+
+class SlotUpdates:
+    """What follows a player's regret update in the numpy passes, on numpy views of the
+    solver's slot-sized state (shared memory): discounting or flooring the regrets, the
+    average strategy's update and regret matching, with the torch passes' elementwise
+    operations (bitwise their results).  :class:`NumpyPasses` and
+    :class:`~tensorcfr.core.lean_passes.LeanPasses` both finish each player's update here.
+    """
+
+    def __init__(self, solver: Any, keep_uniform: bool = True) -> None:
+        """``solver``: the :class:`~tensorcfr.core.solver.TensorCFRSolver` whose per-player
+        slot views (``_regret_views``, ``_average_views``...) this reads and writes;
+        ``keep_uniform=False`` makes each player's uniform strategy when regret matching
+        needs it instead of keeping one (the lean passes: 8 bytes a slot less)."""
+        flat = solver._flat
+        self.flat = flat
+        self.variant = solver.variant
+        self.regrets = [t.numpy() for t in solver._regret_views]
+        self.predictions = [t.numpy() for t in solver._prediction_views]  # pcfr+ only
+        self.average = [t.numpy() for t in solver._average_views]
+        self.strategy = [t.numpy() for t in solver._strategy_views]
+        self.action_infoset = [t.numpy() for t in flat.local_action_infoset]
+        self.uniform = [t.numpy() for t in flat.uniform] if keep_uniform else None
+        self.num_infosets = [i1 - i0 for i0, i1 in flat.infoset_range]
+        self.tolerance = regret_tolerance(solver.dtype)
+
+    def discount(self, regrets: np.ndarray, t: int) -> None:
+        """In-place :func:`~tensorcfr.core.regret.discount_regrets` (same elementwise
+        operations) of ``regrets`` [A_p] at iteration ``t``."""
+        name = self.variant.name
+        if name == "cfr":
+            return
+        if self.variant.floors_regrets:
+            np.maximum(regrets, 0.0, out=regrets)
+        elif name == "lcfr":
+            regrets *= discount_factor(t, 1.0)
+        else:
+            regrets *= np.where(regrets >= 0, discount_factor(t, self.variant.alpha),
+                                discount_factor(t, self.variant.beta))
+
+    def finish(self, p: int, own_reach: np.ndarray, t: int, decay: float) -> None:
+        """After player ``p``'s instantaneous regrets were added to its regrets: discount
+        them, add ``own_reach`` [A_p] (its own reach summed per slot; overwritten) times
+        its strategy into the average (decayed by ``decay`` first), and set its strategy
+        by regret matching (PCFR+: on regrets + prediction)."""
+        regrets = self.regrets[p]
+        self.discount(regrets, t)
         average = self.average[p]
         if decay != 1.0:
             average *= decay
         own_reach *= self.strategy[p]
         average += own_reach
-        # Regret matching (PCFR+: on regrets + prediction), into the strategy buffer.
         if self.variant.predictive:
             regrets = regrets + self.predictions[p]
         # (the rule of tensorcfr.core.regret.regret_matching: regrets within the rounding
@@ -201,4 +231,6 @@ class NumpyPasses:
             action_infoset]
         has_total = slot_totals > 0.0
         np.divide(positive, slot_totals, out=positive, where=has_total)
-        self.strategy[p][...] = np.where(has_total, positive, self.uniform[p])
+        uniform = (self.flat.uniform_strategy(p).numpy() if self.uniform is None
+                   else self.uniform[p])
+        self.strategy[p][...] = np.where(has_total, positive, uniform)

@@ -51,11 +51,14 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
+import numpy as np
 import torch
 from torch import Tensor
 
 from tensorcfr.core import level_graph
 from tensorcfr.core.flat_tree import FlatTree, chunks
+from tensorcfr.core.lean_passes import CHUNK as LEAN_CHUNK
+from tensorcfr.core.lean_passes import LeanPasses, lean_pass_bytes
 from tensorcfr.core.numpy_passes import NumpyPasses
 from tensorcfr.core.pass_views import LevelViews
 from tensorcfr.core.policy_io import read_checkpoint, save_checkpoint
@@ -102,6 +105,13 @@ NUMBA_MIN_NODES = 100_000
 :mod:`tensorcfr.core.numba_passes` on CPU (1.5-1.6x faster per iteration than the torch
 passes on liars_dice and tic_tac_toe, docs/engine_profile.md); loading the compiled code
 takes about a second and ~40 MiB once per process, which smaller trees do not repay."""
+
+PASSES = ("auto", "torch", "lean")
+"""The pass families a solver can be asked for (``passes=``): ``auto`` (numpy for small
+trees, the compiled loops from :data:`NUMBA_MIN_NODES` nodes on CPU, the torch passes
+otherwise), ``torch`` (the torch passes everywhere: what a GPU runs; numba never loads) and
+``lean`` (:mod:`tensorcfr.core.lean_passes`: no per-node state between iterations, CPU,
+float64, alternating updates)."""
 
 AUTO_FLOAT32_MIN_NODES = 5_000_000
 """``dtype="auto"`` (the default) solves trees of more than this many nodes in float32 (half
@@ -203,6 +213,12 @@ class TensorCFRSolver:
             ``CFRSolver("tiny_bridge_2p").iterate(100)`` 30x slower, 68-80 ms against
             2.3-2.6 ms per iteration; see docs/benchmarks/threads.md).  ``None`` leaves
             torch's setting as it is.
+        passes: which passes run the iterations (:data:`PASSES`): ``"auto"`` (the
+            default), ``"torch"`` or ``"lean"`` (the memory-lean passes: on liars_dice
+            about a third of the torch passes' memory and a tenth of the compiled passes',
+            at about half their speed; docs/benchmarks/engine_memory.md).  ``"lean"``
+            needs the CPU and alternating updates and computes in float64 (``dtype`` auto
+            or float64).
         cuda_graph: on a CUDA device, run the first iteration eagerly, capture the second
             (the whole iteration, every player) as a CUDA graph and replay it from then on:
             one launch per iteration instead of a few hundred (the passes have static
@@ -227,6 +243,10 @@ class TensorCFRSolver:
     """CPU solvers with alternating updates on trees of at least this many nodes run
     through the compiled loops of :mod:`tensorcfr.core.numba_passes` (bitwise the torch
     path's results); None keeps the torch passes."""
+
+    lean_chunk: int = LEAN_CHUNK
+    """Most nodes one numpy operation of the lean passes touches (``passes="lean"``;
+    :data:`tensorcfr.core.lean_passes.CHUNK`); the tests cut levels finer."""
 
     compiled_passes: str = "pruned"
     """Which compiled CPU passes run (:class:`tensorcfr.core.numba_passes.NumbaPasses`):
@@ -258,7 +278,12 @@ class TensorCFRSolver:
                  device: torch.device | str | None = "cpu",
                  dtype: torch.dtype | str = "auto",
                  max_memory_bytes: int | str | None = "auto",
-                 threads: int | None = DEFAULT_THREADS, cuda_graph: bool = False) -> None:
+                 threads: int | None = DEFAULT_THREADS, cuda_graph: bool = False,
+                 passes: str = "auto") -> None:
+        if passes not in PASSES:
+            raise TensorCFRError(f"passes must be one of {', '.join(PASSES)}, not {passes!r}")
+        self.passes = passes
+        lean = passes == "lean"
         if threads is not None:
             set_threads(threads)
         self.threads = torch.get_num_threads()
@@ -269,13 +294,20 @@ class TensorCFRSolver:
         if cuda_graph and self.device.type != "cuda":
             raise TensorCFRError(f"cuda_graph needs a CUDA device, not {self.device}")
         resolve_dtype(dtype)  # a bad value fails before the (possibly long) walk
+        self.dtype_auto = isinstance(dtype, str) and dtype.strip().lower() == "auto"
+        if lean:
+            self._check_lean(dtype, cuda_graph)
         max_memory_bytes = memory_budget(max_memory_bytes, self.device)
         tree = self._build_tree(game, max_memory_bytes)
-        self.dtype = resolve_dtype(dtype, tree.num_nodes)
-        self.dtype_auto = isinstance(dtype, str) and dtype.strip().lower() == "auto"
-        estimate = estimate_tree_bytes(tree.num_nodes, tree.num_slots, tree.num_infosets,
-                                       tree.num_players,
-                                       torch.empty((), dtype=self.dtype).element_size())
+        self.dtype = torch.float64 if lean else resolve_dtype(dtype, tree.num_nodes)
+        if lean:  # the tree, the slot-sized state and the passes' working rows
+            estimate = (estimate_tree_bytes(tree.num_nodes, tree.num_slots, tree.num_infosets,
+                                            tree.num_players, 8, solver=False)
+                        + 8 * 8 * tree.num_slots + lean_pass_bytes(tree))
+        else:
+            estimate = estimate_tree_bytes(tree.num_nodes, tree.num_slots, tree.num_infosets,
+                                           tree.num_players,
+                                           torch.empty((), dtype=self.dtype).element_size())
         self.estimated_memory_bytes = estimate
         if max_memory_bytes is not None and estimate > max_memory_bytes:
             raise MemoryLimitError(
@@ -284,27 +316,38 @@ class TensorCFRSolver:
                 f"limit of {format_bytes(max_memory_bytes)}")
         started = time.perf_counter()
         self.tree = tree
-        self._flat = FlatTree(tree, self.device, self.dtype)
-        self._build_utilities()
+        self._flat = FlatTree(tree, self.device, self.dtype, node_arrays=not lean)
+        if not lean:
+            self._build_utilities()
         self.setup_seconds = tree.setup_seconds + (time.perf_counter() - started)
         self.iteration = 0
         flat = self._flat
         slots = flat.num_slots
         kw = {"dtype": self.dtype, "device": self.device}
         # Internal slot order (grouped by player); per-player views are taken once.
-        self._regrets = torch.zeros(slots, **kw)
-        self._cumulative_strategy = torch.zeros(slots, **kw)
+        self._regrets = self._zeros(slots)
+        self._cumulative_strategy = self._zeros(slots)
         # PCFR+ only: last instantaneous regrets (other variants keep an empty tensor and
         # report zeros).
-        self._predictions = torch.zeros(slots if self.variant.predictive else 0, **kw)
+        self._predictions = self._zeros(slots if self.variant.predictive else 0)
         # Regret matching on zero regrets: the uniform strategy.
-        self._strategy = torch.empty(slots, **kw)
+        self._strategy = self._zeros(slots)
         self._slot_views = [slice(a0, a1) for a0, a1 in flat.slot_range]
-        for view, uniform in zip(self._slot_views, flat.uniform):
-            self._strategy[view] = uniform
-        # Persistent per-node buffers (in-place updates, so per-level views stay valid).
+        for p, view in enumerate(self._slot_views):
+            # (the lean passes keep no uniform strategy: SlotUpdates makes it when needed)
+            uniform = flat.uniform_strategy(p) if lean else flat.uniform[p]
+            if self.device.type == "cpu":
+                self._strategy.numpy()[view] = uniform.numpy()
+            else:
+                self._strategy[view] = uniform
+        # Persistent per-node buffers (in-place updates, so per-level views stay valid);
+        # the lean passes keep none (built on first access, see __getattr__).
         self._slot_state_views()
-        self._build_node_buffers()
+        if lean:
+            self._node_buffers_released = True
+        else:
+            self._slot_buffers()
+            self._build_node_buffers()
         # Static iterations (CUDA graphs): every per-iteration number the passes read is
         # in a device tensor filled before the iteration, so the same kernels with the same
         # arguments serve every iteration.  [average decay, discount of positive regrets,
@@ -315,14 +358,17 @@ class TensorCFRSolver:
         self._graph: Any = None
         self._static_passes: StaticPasses | None = (
             StaticPasses(self) if static and self.fused_static_passes else None)
+        self._lean_passes: LeanPasses | None = LeanPasses(self, self.lean_chunk) if lean else None
         self._numpy_passes: NumpyPasses | None = None
-        if (not static and self.alternating and self.device.type == "cpu"
+        if (not static and not lean and passes != "torch" and self.alternating
+                and self.device.type == "cpu"
                 and self.dtype == torch.float64
                 and flat.num_nodes <= self.numpy_fast_path_max_nodes
                 and flat.max_level_nodes <= flat.chunk):
             self._numpy_passes = NumpyPasses(self)
         self._numba_passes: Any = None
-        if (not static and self._numpy_passes is None and self.numba_min_nodes is not None
+        if (not static and passes == "auto" and self._numpy_passes is None
+                and self.numba_min_nodes is not None
                 and flat.num_nodes >= self.numba_min_nodes and self.alternating
                 and self.device.type == "cpu"):
             from tensorcfr.core import numba_passes
@@ -335,6 +381,29 @@ class TensorCFRSolver:
                     self._release_node_buffers()  # (before their first iteration)
         self._refresh_all()
         release_free_memory()  # the set-up's temporaries
+
+    def _zeros(self, shape: int | tuple[int, ...]) -> Tensor:
+        """A zeroed tensor of the solver's dtype and device; on the CPU one over a numpy
+        array (no torch kernel runs: a process running the lean passes then maps none of
+        torch's fill code, docs/benchmarks/engine_memory.md)."""
+        if self.device.type == "cpu":
+            return torch.from_numpy(np.zeros(shape, dtype=torch.empty(
+                (), dtype=self.dtype).numpy().dtype))
+        return torch.zeros(shape, dtype=self.dtype, device=self.device)
+
+    def _check_lean(self, dtype: torch.dtype | str, cuda_graph: bool) -> None:
+        """One-line errors for what the lean passes do not do (before any walk)."""
+        if self.device.type != "cpu":
+            raise TensorCFRError(f"passes='lean' runs on the CPU, not {self.device}; use "
+                                 "passes='auto' on a GPU")
+        if not self.alternating:
+            raise TensorCFRError("passes='lean' needs alternating updates; use "
+                                 "passes='torch' for simultaneous updates")
+        if not self.dtype_auto and resolve_dtype(dtype) != torch.float64:
+            raise TensorCFRError("passes='lean' computes in float64; leave dtype auto or "
+                                 "float64 (float32 runs with passes='torch')")
+        if cuda_graph:  # (a CPU device is already refused above)
+            raise TensorCFRError("passes='lean' cannot capture CUDA graphs")
 
     _NODE_BUFFERS = frozenset({
         "_edge_prob", "_reach", "_values", "_scratch", "_utility_levels", "_edge_a", "_edge_b",
@@ -379,7 +448,11 @@ class TensorCFRSolver:
     def __getattr__(self, name: str) -> Any:
         """Rebuild the released node buffers (:meth:`_release_node_buffers`) on first
         access, and refresh their edge probabilities and reach rows from the current
-        strategy; any other missing attribute is an ``AttributeError``."""
+        strategy, and the slot buffers the lean passes do without
+        (:meth:`_slot_buffers`); any other missing attribute is an ``AttributeError``."""
+        if name in TensorCFRSolver._SLOT_BUFFERS and "_slot_views" in self.__dict__:
+            self._slot_buffers()
+            return self.__dict__[name]
         if name in TensorCFRSolver._NODE_BUFFERS and self.__dict__.get(
                 "_node_buffers_released", False):
             self._node_buffers_released = False
@@ -398,6 +471,22 @@ class TensorCFRSolver:
         return self._numba_passes is not None
 
     @property
+    def passes_used(self) -> str:
+        """Which passes run the iterations: ``"lean"``, ``"numpy"`` (small trees on CPU),
+        ``"compiled (pruned)"`` / ``"compiled (fused)"`` / ``"compiled (level)"``,
+        ``"static"`` (the graph-ready iteration, e.g. replayed as a CUDA graph) or
+        ``"torch"``."""
+        if self._lean_passes is not None:
+            return "lean"
+        if self._numpy_passes is not None:
+            return "numpy"
+        if self._numba_passes is not None:
+            return f"compiled ({self._numba_passes.kind})"
+        if self._static_scalars is not None:
+            return "static"
+        return "torch"
+
+    @property
     def uses_numpy_fast_path(self) -> bool:
         """True when iterations run through the numpy fast path (small trees on CPU)."""
         return self._numpy_passes is not None
@@ -406,19 +495,29 @@ class TensorCFRSolver:
         """Per-player views of the slot-indexed state, and per-player slot/infoset buffers
         (the state tensors are only ever updated in place, so the views stay valid)."""
         views = self._slot_views
-        kw = {"dtype": self.dtype, "device": self.device}
         self._regret_views = [self._regrets[v] for v in views]
-        self._infoset_totals = [torch.zeros(i1 - i0, **kw)
-                                for i0, i1 in self._flat.infoset_range]
-        self._zero = torch.zeros((), **kw)
-        self._one = torch.ones((), **kw)
-        # Own reach summed per slot (players are updated one after the other: one buffer).
-        own = torch.zeros(max((v.stop - v.start for v in views), default=0), **kw)
-        self._own_reach_sums = [own[:v.stop - v.start] for v in views]
+        self._zero = self._zeros(())
+        self._one = self._zeros(())
+        if self.device.type == "cpu":
+            self._one.numpy()[...] = 1.0
+        else:
+            self._one.fill_(1.0)
         self._average_views = [self._cumulative_strategy[v] for v in views]
         self._strategy_views = [self._strategy[v] for v in views]
         self._prediction_views = ([self._predictions[v] for v in views]
                                   if self.variant.predictive else [])
+
+    _SLOT_BUFFERS = frozenset({"_own_reach_sums", "_infoset_totals"})
+    """Slot-sized work buffers of the torch, numpy and compiled passes (:meth:`_slot_buffers`),
+    which the lean passes do without (built on first access, :meth:`__getattr__`)."""
+
+    def _slot_buffers(self) -> None:
+        """The regret update's own reach summed per slot (one buffer: players are updated
+        one after the other) and regret matching's per-infoset totals, per player."""
+        views = self._slot_views
+        own = self._zeros(max((v.stop - v.start for v in views), default=0))
+        self._own_reach_sums = [own[:v.stop - v.start] for v in views]
+        self._infoset_totals = [self._zeros(i1 - i0) for i0, i1 in self._flat.infoset_range]
 
     def _build_pass_views(self) -> None:
         """Precompute, per level (and per chunk of a long level), the tensor views the
@@ -535,6 +634,8 @@ class TensorCFRSolver:
     def _refresh_all(self) -> None:
         """Recompute edge probabilities and every player's reach row from the current
         strategy (the chance row is constant, computed once when the solver is built)."""
+        if self._lean_passes is not None:
+            return  # (every lean pass reads the current strategy itself)
         if self._numpy_passes is not None:
             self._numpy_passes.refresh_all()
             return
@@ -779,7 +880,9 @@ class TensorCFRSolver:
     def evaluate_and_update_policy(self) -> None:
         """Run one CFR iteration (all players; alternating or simultaneous updates)."""
         self.iteration += 1
-        if self._numpy_passes is not None:
+        if self._lean_passes is not None:
+            self._lean_passes.iteration(self.iteration)
+        elif self._numpy_passes is not None:
             self._numpy_passes.iteration(self.iteration)
         elif self._numba_passes is not None:
             self._numba_iteration(self._numba_passes)
@@ -899,14 +1002,15 @@ class TensorCFRSolver:
 def load_checkpoint(path: str, game: Any, device: torch.device | str | None = "cpu",
                     max_memory_bytes: int | str | None = "auto",
                     solver_class: "type[TensorCFRSolver] | None" = None,
-                    cuda_graph: bool = False) -> TensorCFRSolver:
+                    cuda_graph: bool = False, passes: str = "auto") -> TensorCFRSolver:
     """Rebuild a solver from a checkpoint and restore its state (bitwise resume).
 
     Args:
         path: a file written by :meth:`TensorCFRSolver.save`.
         game: the :class:`LevelTree` it was computed on (game adapters' solver classes
             also accept what their ``_build_tree`` takes, e.g. an OpenSpiel game string).
-        device, max_memory_bytes, cuda_graph: as for :class:`TensorCFRSolver`.
+        device, max_memory_bytes, cuda_graph, passes: as for :class:`TensorCFRSolver`
+            (a checkpoint holds the slot-sized state only, whichever passes wrote it).
         solver_class: the solver family to build (default :class:`TensorCFRSolver`); its
             :meth:`~TensorCFRSolver.checkpoint_class` is built, since the checkpoint says
             which algorithm ran (``CFRSolver.load`` of a CFR+ checkpoint gives CFR+).
@@ -920,7 +1024,7 @@ def load_checkpoint(path: str, game: Any, device: torch.device | str | None = "c
     solver = cls(game, algo=params["algo"], alternating=params["alternating"],
                  alpha=params["alpha"], beta=params["beta"], gamma=params["gamma"],
                  device=device, dtype=params["dtype"], max_memory_bytes=max_memory_bytes,
-                 cuda_graph=cuda_graph)
+                 cuda_graph=cuda_graph, passes=passes)
     data.check_tree(solver.tree)
     solver.load_state_tensors(data.state, data.iteration)
     return solver

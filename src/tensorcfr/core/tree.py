@@ -45,6 +45,14 @@ def _index_tensor(values: Tensor) -> Tensor:
 _INT32_MAX = 2**31 - 1
 
 
+def _count_kind(kind: Tensor, value: int) -> int:
+    """How many entries of ``kind`` equal ``value`` (numpy on the CPU: counting maps no
+    torch kernel into a process that may run none, docs/benchmarks/engine_memory.md)."""
+    if kind.device.type == "cpu":
+        return int(np.count_nonzero(kind.numpy() == value))
+    return int((kind == value).sum())
+
+
 class Level:
     """The nodes at one depth of the tree (``N_d`` of them), stored compactly.
 
@@ -338,12 +346,12 @@ class LevelTree:
     @property
     def num_terminals(self) -> int:
         """Number of terminal nodes."""
-        return sum(int((level.kind == KIND_TERMINAL).sum()) for level in self.levels)
+        return sum(_count_kind(level.kind, KIND_TERMINAL) for level in self.levels)
 
     @property
     def num_chance_nodes(self) -> int:
         """Number of chance nodes."""
-        return sum(int((level.kind == KIND_CHANCE).sum()) for level in self.levels)
+        return sum(_count_kind(level.kind, KIND_CHANCE) for level in self.levels)
 
     @property
     def num_decision_nodes(self) -> int:

@@ -39,6 +39,8 @@ def resolve_device(device: Any, option: str = "device") -> Any:
                                  f"{torch.cuda.device_count()} CUDA device(s)")
     if dev.type == "mps" and not torch.backends.mps.is_available():
         raise TensorCFRError(f"{option} {device!r}: MPS is not available on this machine")
+    if dev.type == "cpu":
+        return dev  # (always usable; an allocation would map torch's fill kernel for nothing)
     try:
         torch.zeros(1, device=dev)
     except (RuntimeError, AssertionError) as exc:
