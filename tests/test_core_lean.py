@@ -110,13 +110,16 @@ def test_lean_checkpoints_resume_either_way(tmp_path, trees: dict[str, LevelTree
     reference.save(str(tmp_path / "auto.npz"))
     from tensorcfr.core.solver import load_checkpoint
 
+    from tensorcfr.games.openspiel.solvers import TensorCFRSolver as OpenSpielSolver
+
     from_lean = load_checkpoint(str(tmp_path / "lean.npz"), tree, passes="torch")
     to_lean = load_checkpoint(str(tmp_path / "auto.npz"), tree, passes="lean")
-    assert to_lean.passes_used == "lean"
-    for solver in (from_lean, to_lean, reference):
+    lean_again = OpenSpielSolver.load(str(tmp_path / "lean.npz"), tree, passes="lean")
+    assert to_lean.passes_used == "lean" and lean_again.passes_used == "lean"
+    for solver in (from_lean, to_lean, lean_again, reference):
         solver.iterate(2)
-    _assert_same(from_lean, reference)
-    _assert_same(to_lean, reference)
+    for solver in (from_lean, to_lean, lean_again):
+        _assert_same(solver, reference)
 
 
 @pytest.mark.parametrize("kwargs, message", [

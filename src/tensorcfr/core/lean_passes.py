@@ -45,24 +45,24 @@ __all__ = ["CHUNK", "LeanPasses", "lean_pass_bytes"]
 _ALL, _NONE, _MIXED = "all", "none", "mixed"
 
 
-def lean_pass_bytes(tree: LevelTree, num_players: int | None = None) -> int:
-    """Estimated peak bytes the lean passes allocate on ``tree`` besides the slot-sized
-    state: the stored reach rows (two float64 rows over the levels where one player acts)
-    and, at the widest level, the working rows of a forward step (the previous and the new
-    reach rows of every player and chance, the edge probabilities and their slots)."""
-    sizes = tree.level_sizes()
-    players = tree.num_players if num_players is None else num_players
-    widest = max(sizes, default=0)
-    stored = 2 * 8 * sum(sizes)  # a bound: every level, two rows
-    working = widest * (8 * (2 * (players + 1) + 2) + 8 + 8)
-    return int(stored + working)
-
-
 CHUNK = 8192
 """Most nodes one numpy operation of the lean passes touches: a long level is processed in
 pieces of about this many nodes (cut where the parent changes, so each parent's children
 stay in one piece and every sum runs in the same order), which keeps each temporary array
-at 128 KiB."""
+at 64 KiB."""
+
+
+def lean_pass_bytes(tree: LevelTree, num_players: int | None = None) -> int:
+    """Estimated peak bytes the lean passes allocate on ``tree`` besides the slot-sized
+    state (an upper bound): the counterfactual reach kept for the backward pass (at most
+    one float64 per node), and at the widest level the reach rows of two levels for every
+    player and chance, two rows of values and the pieces' temporaries."""
+    sizes = tree.level_sizes()
+    players = tree.num_players if num_players is None else num_players
+    widest = max(sizes, default=0)
+    stored = 8 * sum(sizes)
+    working = widest * 8 * (2 * (players + 1) + 2) + 16 * 8 * CHUNK
+    return int(stored + working)
 
 
 class _Level:

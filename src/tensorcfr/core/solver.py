@@ -991,12 +991,13 @@ class TensorCFRSolver:
 
     @classmethod
     def load(cls, path: str, game: Any = None, device: torch.device | str | None = "cpu",
-             max_memory_bytes: int | str | None = "auto") -> "TensorCFRSolver":
+             max_memory_bytes: int | str | None = "auto",
+             passes: str = "auto") -> "TensorCFRSolver":
         """A solver of this class restored from a checkpoint (see :func:`load_checkpoint`;
         ``game`` is the :class:`LevelTree`, or whatever this class's ``_build_tree``
         accepts)."""
         return load_checkpoint(path, game, device=device, max_memory_bytes=max_memory_bytes,
-                               solver_class=cls)
+                               solver_class=cls, passes=passes)
 
 
 def load_checkpoint(path: str, game: Any, device: torch.device | str | None = "cpu",

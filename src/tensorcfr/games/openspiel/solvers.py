@@ -58,10 +58,12 @@ class _OpenSpielSolver:
 
     @classmethod
     def load(cls, path: str, game: Any = None, device: torch.device | str | None = "cpu",
-             max_memory_bytes: int | str | None = "auto") -> "TensorCFRSolver":
+             max_memory_bytes: int | str | None = "auto",
+             passes: str = "auto") -> "TensorCFRSolver":
         """A solver restored from a checkpoint (see :func:`load_checkpoint`; ``game``
         defaults to the checkpoint's own game string)."""
-        return load_checkpoint(path, game, device=device, max_memory_bytes=max_memory_bytes)
+        return load_checkpoint(path, game, device=device, max_memory_bytes=max_memory_bytes,
+                               passes=passes)
 
     def average_policy_tabular(self, game: Any = None) -> Any:
         """The average policy as an OpenSpiel ``TabularPolicy`` (``game`` defaults to the
@@ -105,7 +107,8 @@ class PCFRPlusSolver(_OpenSpielSolver, core_solver.PCFRPlusSolver):
 
 
 def load_checkpoint(path: str, game: Any = None, device: torch.device | str | None = "cpu",
-                    max_memory_bytes: int | str | None = "auto") -> TensorCFRSolver:
+                    max_memory_bytes: int | str | None = "auto",
+                    passes: str = "auto") -> TensorCFRSolver:
     """Rebuild a solver from a checkpoint (bitwise resume).
 
     ``game`` (game string, ``pyspiel.Game`` or :class:`LevelTree`) defaults to the
@@ -126,6 +129,6 @@ def load_checkpoint(path: str, game: Any = None, device: torch.device | str | No
         raise CorruptFileError(f"{path}: checkpoint is for {game_string}, not {other}")
     solver = core_solver.load_checkpoint(path, game, device=device,
                                       max_memory_bytes=max_memory_bytes,
-                                      solver_class=TensorCFRSolver)
+                                      solver_class=TensorCFRSolver, passes=passes)
     assert isinstance(solver, TensorCFRSolver)
     return solver
