@@ -160,3 +160,25 @@ def test_cli_lean_refusals(options: list[str], message: str) -> None:
     result = CliRunner().invoke(app, ["solve", "kuhn_poker", *options])
     assert result.exit_code == 2
     assert message in result.output and "Traceback" not in result.output
+
+
+def test_lean_passes_on_a_level_whose_parents_are_not_sorted() -> None:
+    """A tree whose last level lists its nodes in reverse (parents not sorted: one piece,
+    sums over the parents' whole range) and is kept on the tree's device as given: still
+    the torch passes' results."""
+    from tensorcfr.core.tree import Level
+
+    tree = flatten_game("kuhn_poker")
+    last = tree.levels[-1]
+    assert bool((last.kind == -2).all()) and last.chance_edge_prob.numel() == 0
+    order = torch.arange(last.num_nodes - 1, -1, -1)
+    tree.levels[-1] = Level(last.parent[order], last.kind[order], last.infoset[order],
+                            last.parent_action_slot[order],
+                            chance_edge_prob=last.chance_edge_prob,
+                            terminal_utility=last.terminal_utility[order])
+    lean = _FinePieces(tree, algo="cfr+", passes="lean")
+    assert not lean._lean_passes.levels[-1].sorted
+    reference = TensorCFRSolver(tree, algo="cfr+", passes="torch")
+    lean.iterate(5)
+    reference.iterate(5)
+    _assert_same(lean, reference)

@@ -71,23 +71,31 @@ class _Level:
     multiply (all, none or some of its nodes below each player and chance) and the
     pieces the level is processed in."""
 
-    __slots__ = ("size", "parent", "kind", "slot", "chance_prob", "utility", "terminal",
-                 "inner", "share", "chance_share", "decision_edges", "actors", "pieces")
+    __slots__ = ("size", "parent", "kind", "slot", "chance_prob", "utility", "sorted",
+                 "terminal", "inner", "chance_before", "share", "chance_share", "decision_edges", "actors", "pieces")
 
     def __init__(self, level: Any, parent_kind: np.ndarray | None, num_players: int,
                  chunk: int) -> None:
         self.size = level.num_nodes
-        self.parent = level.parent.numpy()
-        self.kind = level.kind.numpy()
-        self.slot = level.parent_action_slot.numpy()  # tree slot, -1 below chance
-        self.chance_prob = level.chance_edge_prob.numpy().astype(np.float64, copy=False)
-        self.utility = level.terminal_utility.numpy().astype(np.float64, copy=False)  # [T, P]
+        # (.cpu(): no copy for a tree on the CPU, one for a tree kept on a GPU)
+        self.parent = level.parent.cpu().numpy()
+        self.kind = level.kind.cpu().numpy()
+        self.slot = level.parent_action_slot.cpu().numpy()  # tree slot, -1 below chance
+        self.chance_prob = level.chance_edge_prob.cpu().numpy().astype(np.float64, copy=False)
+        self.utility = level.terminal_utility.cpu().numpy().astype(  # [T, P]
+            np.float64, copy=False)
+        self.sorted = self.parent.shape[0] < 2 or not bool((np.diff(self.parent) < 0).any())
         terminals = int(self.utility.shape[0])
         self.terminal = (_NONE if terminals == 0 else _ALL if terminals == self.size
                          else _MIXED)
         self.inner = self.size - terminals  # nodes with children: where reach is kept
         self.actors = {int(k) for k in np.unique(self.kind) if k >= 0}
         self.pieces = self._pieces(chunk)
+        # chance children before each piece (the compact chance probabilities' offset)
+        chance_child = self.slot < 0
+        self.chance_before = {c0: int(np.count_nonzero(chance_child[:c0]))
+                              for c0, _ in self.pieces}
+        del chance_child
         self.share: list[str] = []
         if parent_kind is None:  # the root's level
             self.share = [_NONE] * num_players
@@ -109,8 +117,7 @@ class _Level:
         """``[(start, stop), ...]`` covering the level in pieces of about ``chunk`` nodes,
         each cut where the parent changes (one piece when the parents are not sorted)."""
         size = self.size
-        if size <= chunk or self.parent.shape[0] != size or bool(
-                (np.diff(self.parent) < 0).any()):
+        if size <= chunk or self.parent.shape[0] != size or not self.sorted:
             return [(0, size)]
         cuts = [0]
         for start in range(chunk, size, chunk):
@@ -152,7 +159,7 @@ class LeanPasses:
         self.levels: list[_Level] = []
         previous: np.ndarray | None = None
         for level in tree.levels:
-            parent_kind = None if previous is None else previous[level.parent.numpy()]
+            parent_kind = None if previous is None else previous[level.parent.cpu().numpy()]
             self.levels.append(_Level(level, parent_kind, self.num_players, chunk))
             previous = self.levels[-1].kind
         del previous, parent_kind
@@ -180,7 +187,7 @@ class LeanPasses:
         edge = np.empty(c1 - c0)
         edge[decision] = self.strategy[self.internal_slot[slot[decision]]]
         # the chance probabilities are stored for the level's chance children in order
-        chance_before = int(np.count_nonzero(lv.slot[:c0] < 0)) if c0 else 0
+        chance_before = lv.chance_before[c0]
         chance = ~decision
         edge[chance] = lv.chance_prob[chance_before:chance_before + int(chance.sum())]
         return edge
@@ -341,7 +348,8 @@ class LeanPasses:
             values_parent = self._load_values(above, p)
             for c0, c1 in lv.pieces:
                 parent = lv.parent[c0:c1]
-                p0, p1 = int(parent[0]), int(parent[-1]) + 1
+                p0, p1 = ((int(parent[0]), int(parent[-1]) + 1) if lv.sorted else
+                          (int(parent.min()), int(parent.max()) + 1))
                 weighted = self._edge_prob(lv, c0, c1)
                 weighted *= values[c0:c1]
                 values_parent[p0:p1] += np.bincount(parent - p0, weighted, p1 - p0)
