@@ -32,8 +32,10 @@ from tensorcfr.errors import CorruptFileError, TensorCFRError  # noqa: E402
 
 @pytest.fixture(scope="module")
 def kuhn_results() -> dict[str, Any]:
-    """Two CFR iterations (1 warm-up + 1 timed) of ours and OpenSpiel C++ on Kuhn poker."""
-    config = BenchConfig(games=resolve_games(["kuhn_poker"]), solvers=["ours", "openspiel_cpp"],
+    """Two CFR iterations (1 warm-up + 1 timed) of ours (default and lean passes) and
+    OpenSpiel C++ on Kuhn poker."""
+    config = BenchConfig(games=resolve_games(["kuhn_poker"]),
+                         solvers=["ours", "ours_lean", "openspiel_cpp"],
                          reps=1, warmup=1, min_rep_seconds=0.0, max_setup_seconds=120.0)
     return run_benchmark(config)
 
@@ -43,7 +45,7 @@ def test_kuhn_runs_ours_and_openspiel_cpp(kuhn_results: dict[str, Any]) -> None:
     assert game["key"] == "kuhn_poker"
     assert (game["nodes"], game["terminals"], game["infosets"]) == (58, 30, 12)
     by_solver = {r["solver"]: r for r in game["results"]}
-    assert set(by_solver) == {"ours", "openspiel_cpp"}
+    assert set(by_solver) == {"ours", "ours_lean", "openspiel_cpp"}
     for result in by_solver.values():
         assert result["status"] == "ok", result["status"]
         assert result["iterations_per_rep"] == 1
@@ -53,12 +55,16 @@ def test_kuhn_runs_ours_and_openspiel_cpp(kuhn_results: dict[str, Any]) -> None:
         assert result["peak_rss_mb"] >= result["baseline_rss_mb"] > 0
     # Our tree agrees with the independent count of the harness.
     assert by_solver["ours"]["info"]["tree_num_nodes"] == game["nodes"]
+    assert (by_solver["ours"]["info"]["passes"], by_solver["ours_lean"]["info"]["passes"]) == (
+        "numpy", "lean")
     assert by_solver["openspiel_cpp"]["speedup_of_ours"] > 0
     meta = kuhn_results["meta"]
     assert meta["threads"] == 1 and meta["cpu_cores"] >= 1
     assert meta["versions"]["torch"] and meta["versions"]["open_spiel"]
     targets = {(t["target"], t["game"]) for t in kuhn_results["targets"]}
     assert ("peak memory above baseline <= 3x OpenSpiel C++", "kuhn_poker") in targets
+    assert ("peak memory above baseline <= 3x OpenSpiel C++ (lean passes)",
+            "kuhn_poker") in targets
     json.dumps(kuhn_results)  # JSON-serialisable as written by the CLI
 
 

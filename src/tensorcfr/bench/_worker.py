@@ -29,7 +29,7 @@ import time
 import traceback
 from typing import Any, Callable, TextIO
 
-SOLVER_NAMES = ("ours", "ours_f32", "openspiel_cpp", "openspiel_python", "jax")
+SOLVER_NAMES = ("ours", "ours_f32", "ours_lean", "openspiel_cpp", "openspiel_python", "jax")
 """Solvers the worker can host (see ``openspiel_bench.SOLVERS`` for their descriptions)."""
 
 
@@ -109,6 +109,7 @@ class OursSolver(HostedSolver):
     game), vanilla CFR with alternating updates."""
 
     dtype_name = "float64"
+    passes = "auto"
 
     def setup(self) -> dict[str, Any]:
         import torch
@@ -117,9 +118,10 @@ class OursSolver(HostedSolver):
 
         dtype = getattr(torch, self.dtype_name)
         self.solver = TensorCFRSolver(self.game, algo="cfr", alternating=True,
-                                      device=self.device, dtype=dtype)
+                                      device=self.device, dtype=dtype, passes=self.passes)
         info: dict[str, Any] = {"dtype": self.dtype_name, "device": self.device,
-                                "threads": torch.get_num_threads()}
+                                "threads": torch.get_num_threads(),
+                                "passes": self.solver.passes_used}
         fast_path = getattr(self.solver, "uses_numpy_fast_path", None)
         if isinstance(fast_path, bool):
             info["numpy_fast_path"] = fast_path
@@ -148,6 +150,13 @@ class OursFloat32Solver(OursSolver):
     """Our solver in float32 (the precision JaxCFR runs in by default)."""
 
     dtype_name = "float32"
+
+
+class OursLeanSolver(OursSolver):
+    """Our solver with the memory-lean passes (``passes="lean"``: no per-node state
+    between iterations; CPU, float64)."""
+
+    passes = "lean"
 
 
 class OpenSpielCppSolver(HostedSolver):
@@ -197,6 +206,7 @@ class JaxSolver(HostedSolver):
 _HOSTS: dict[str, Callable[[Any, str], HostedSolver]] = {
     "ours": OursSolver,
     "ours_f32": OursFloat32Solver,
+    "ours_lean": OursLeanSolver,
     "openspiel_cpp": OpenSpielCppSolver,
     "openspiel_python": OpenSpielPythonSolver,
     "jax": JaxSolver,

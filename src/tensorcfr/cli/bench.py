@@ -70,7 +70,8 @@ def bench_command(
              "any OpenSpiel game string. Repeatable. Default: the standard set."),
     solvers: Optional[list[str]] = typer.Option(
         None, "--solver", "-s",
-        help="ours, ours_f32, openspiel_cpp, openspiel_python, jax. Repeatable. Default: all."),
+        help="ours, ours_f32, ours_lean (the memory-lean passes), openspiel_cpp, "
+             "openspiel_python, jax. Repeatable. Default: all but ours_lean."),
     threads: int = typer.Option(1, "--threads", min=1, max=MAX_THREADS,
                                 help="Threads per solver (torch, OMP, XLA)."),
     reps: int = typer.Option(7, "--reps", min=1, max=10**6,
