@@ -182,3 +182,20 @@ def test_lean_passes_on_a_level_whose_parents_are_not_sorted() -> None:
     lean.iterate(5)
     reference.iterate(5)
     _assert_same(lean, reference)
+
+
+def test_memory_refusal_names_the_lean_passes_when_they_fit(
+        trees: dict[str, LevelTree]) -> None:
+    from tensorcfr.errors import MemoryLimitError
+
+    tree = trees["liars_dice(dice_sides=3)"]
+    lean = TensorCFRSolver(tree, passes="lean").estimated_memory_bytes
+    default = TensorCFRSolver(tree).estimated_memory_bytes
+    assert lean < default
+    with pytest.raises(MemoryLimitError, match="--passes lean"):
+        TensorCFRSolver(tree, max_memory_bytes=(lean + default) // 2)
+    with pytest.raises(MemoryLimitError) as refused:
+        TensorCFRSolver(tree, max_memory_bytes=lean // 2)
+    assert "lean" not in str(refused.value)  # (they would not fit either)
+    assert TensorCFRSolver(tree, passes="lean",
+                           max_memory_bytes=(lean + default) // 2).passes_used == "lean"

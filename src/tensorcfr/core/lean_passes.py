@@ -61,7 +61,7 @@ def lean_pass_bytes(tree: LevelTree, num_players: int | None = None) -> int:
     players = tree.num_players if num_players is None else num_players
     widest = max(sizes, default=0)
     stored = 8 * sum(sizes)
-    working = widest * 8 * (2 * (players + 1) + 2) + 16 * 8 * CHUNK
+    working = widest * 8 * (2 * (players + 1) + 2) + 16 * 8 * min(CHUNK, widest)
     return int(stored + working)
 
 

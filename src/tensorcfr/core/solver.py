@@ -300,20 +300,27 @@ class TensorCFRSolver:
         max_memory_bytes = memory_budget(max_memory_bytes, self.device)
         tree = self._build_tree(game, max_memory_bytes)
         self.dtype = torch.float64 if lean else resolve_dtype(dtype, tree.num_nodes)
+        lean_estimate = (estimate_tree_bytes(tree.num_nodes, tree.num_slots,
+                                             tree.num_infosets, tree.num_players, 8,
+                                             solver=False)
+                         + 8 * 8 * tree.num_slots + lean_pass_bytes(tree))
         if lean:  # the tree, the slot-sized state and the passes' working rows
-            estimate = (estimate_tree_bytes(tree.num_nodes, tree.num_slots, tree.num_infosets,
-                                            tree.num_players, 8, solver=False)
-                        + 8 * 8 * tree.num_slots + lean_pass_bytes(tree))
+            estimate = lean_estimate
         else:
             estimate = estimate_tree_bytes(tree.num_nodes, tree.num_slots, tree.num_infosets,
                                            tree.num_players,
                                            torch.empty((), dtype=self.dtype).element_size())
         self.estimated_memory_bytes = estimate
         if max_memory_bytes is not None and estimate > max_memory_bytes:
+            hint = ""
+            if (not lean and lean_estimate <= max_memory_bytes and self.alternating
+                    and self.device.type == "cpu"):
+                hint = (f"; the lean passes (passes='lean', --passes lean) need about "
+                        f"{format_bytes(lean_estimate)}")
             raise MemoryLimitError(
                 f"{tree.game_string}: the solver needs about {format_bytes(estimate)} "
                 f"({tree.num_nodes} nodes, {tree.num_slots} action slots), more than the "
-                f"limit of {format_bytes(max_memory_bytes)}")
+                f"limit of {format_bytes(max_memory_bytes)}{hint}")
         started = time.perf_counter()
         self.tree = tree
         self._flat = FlatTree(tree, self.device, self.dtype, node_arrays=not lean)
