@@ -199,3 +199,31 @@ def test_memory_refusal_names_the_lean_passes_when_they_fit(
     assert "lean" not in str(refused.value)  # (they would not fit either)
     assert TensorCFRSolver(tree, passes="lean",
                            max_memory_bytes=(lean + default) // 2).passes_used == "lean"
+
+
+def test_lean_solver_runs_no_torch_kernel(trees: dict[str, LevelTree]) -> None:
+    """The memory the lean passes save depends on running no torch computation (each
+    kernel's first call maps its library code: 0.5-3 MiB, docs/benchmarks/engine_memory.md):
+    building the solver only makes tensors over numpy arrays and views of them, and the
+    iterations dispatch nothing to torch at all."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Dispatched(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.ops: set[str] = set()
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+            self.ops.add(str(func))
+            return func(*args, **(kwargs or {}))
+
+    no_compute = {"aten.detach.default", "aten.lift_fresh.default",
+                  "aten.empty.memory_format", "aten.slice.Tensor", "aten.alias.default",
+                  "aten.view.default"}
+    for game in ("leduc_poker", "kuhn_poker(players=3)"):
+        with Dispatched() as built:
+            solver = TensorCFRSolver(trees[game], algo="pcfr+", passes="lean")
+        assert built.ops <= no_compute, built.ops - no_compute
+        with Dispatched() as iterated:
+            solver.iterate(3)
+        assert iterated.ops == set()

@@ -182,7 +182,6 @@ class SlotUpdates:
         ``keep_uniform=False`` makes each player's uniform strategy when regret matching
         needs it instead of keeping one (the lean passes: 8 bytes a slot less)."""
         flat = solver._flat
-        self.flat = flat
         self.variant = solver.variant
         self.regrets = [t.numpy() for t in solver._regret_views]
         self.predictions = [t.numpy() for t in solver._prediction_views]  # pcfr+ only
@@ -231,6 +230,9 @@ class SlotUpdates:
             action_infoset]
         has_total = slot_totals > 0.0
         np.divide(positive, slot_totals, out=positive, where=has_total)
-        uniform = (self.flat.uniform_strategy(p).numpy() if self.uniform is None
-                   else self.uniform[p])
+        if self.uniform is None:  # (FlatTree.uniform_strategy's values, from numpy views)
+            counts = np.bincount(action_infoset, minlength=self.num_infosets[p])
+            uniform = np.reciprocal(counts.astype(np.float64)[action_infoset])
+        else:
+            uniform = self.uniform[p]
         self.strategy[p][...] = np.where(has_total, positive, uniform)
