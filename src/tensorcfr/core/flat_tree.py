@@ -25,7 +25,8 @@ from torch import Tensor
 from tensorcfr.core.tree import KIND_CHANCE, KIND_TERMINAL, LevelTree
 from tensorcfr.utils.resources import release_free_memory
 
-__all__ = ["PASS_CHUNK", "FlatTree", "PlayerLevel", "chunks", "terminal_utility_of"]
+__all__ = ["PASS_CHUNK", "FlatTree", "PlayerLevel", "chunks", "terminal_utility_of",
+           "uniform_strategy_of"]
 
 PASS_CHUNK = 1 << 17
 """Largest number of nodes one tensor operation of the backward pass and the regret update
@@ -40,6 +41,13 @@ def terminal_utility_of(level: Any) -> Tensor:
     if compact is not None:
         return compact
     return level.utility[level.kind == KIND_TERMINAL]
+
+
+def uniform_strategy_of(local_infoset: np.ndarray, num_infosets: int) -> np.ndarray:
+    """float64 [A_p]: 1 / (the number of slots of each slot's infoset), from the slots'
+    local infosets [A_p] (ints in ``range(num_infosets)``)."""
+    counts = np.bincount(local_infoset, minlength=num_infosets).astype(np.float64)
+    return np.reciprocal(counts[local_infoset])
 
 
 def chunks(length: int, chunk: int) -> list[tuple[int, int]]:
@@ -387,10 +395,7 @@ class FlatTree:
         tree: the same values, the slot numbering unchanged)."""
         if not getattr(self, "node_arrays_released", False):
             return
-        order = self.tree_slot_of_internal.cpu()
-        new_of_old_slot = torch.empty_like(order)
-        new_of_old_slot.index_copy_(0, order.long(),
-                                    torch.arange(self.num_slots, dtype=order.dtype))
+        new_of_old_slot = torch.from_numpy(self.internal_slot_of_tree())
         self._lay_out_levels(tree, new_of_old_slot)
         del new_of_old_slot
         self._mark_stored_levels(tree.level_sizes())
@@ -408,10 +413,16 @@ class FlatTree:
     def uniform_strategy(self, player: int) -> Tensor:
         """[A_p] ``player``'s uniform strategy (a new tensor, see :attr:`uniform`)."""
         i0, i1 = self.infoset_range[player]
-        local = self.local_action_infoset[player].cpu().numpy()
-        counts = np.bincount(local, minlength=i1 - i0).astype(np.float64)
-        return torch.from_numpy(np.reciprocal(counts[local])).to(device=self.device,
-                                                                  dtype=self.dtype)
+        uniform = uniform_strategy_of(self.local_action_infoset[player].cpu().numpy(), i1 - i0)
+        return torch.from_numpy(uniform).to(device=self.device, dtype=self.dtype)
+
+    def internal_slot_of_tree(self) -> np.ndarray:
+        """[A] the internal slot of each tree slot (the inverse of
+        :attr:`tree_slot_of_internal`; int32 where the count allows)."""
+        order = self.tree_slot_of_internal.cpu().numpy()
+        internal = np.empty_like(order)
+        internal[order] = np.arange(self.num_slots, dtype=order.dtype)
+        return internal
 
     @property
     def action_infoset(self) -> Tensor:

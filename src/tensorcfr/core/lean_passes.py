@@ -150,10 +150,7 @@ class LeanPasses:
         self.variant = solver.variant
         self.slots = SlotUpdates(solver, keep_uniform=False)
         # internal slot of each tree slot (the solver groups slots by player)
-        order = flat.tree_slot_of_internal.numpy()
-        self.internal_slot = np.empty(flat.num_slots, dtype=np.int32 if flat.num_slots < 2**31
-                                      else np.int64)
-        self.internal_slot[order] = np.arange(flat.num_slots, dtype=self.internal_slot.dtype)
+        self.internal_slot = flat.internal_slot_of_tree()
         self.slot_start = [a0 for a0, _ in flat.slot_range]
         self.strategy = solver._strategy.numpy()  # [A], every player's, internal order
         self.levels: list[_Level] = []
@@ -169,9 +166,6 @@ class LeanPasses:
                            len(self.levels)) for p in range(self.num_players)]
         self.last = [max((d for d, lv in enumerate(self.levels) if lv.share[p] != _NONE),
                          default=-1) for p in range(self.num_players)]
-
-    def refresh_all(self) -> None:
-        """Nothing to refresh: every pass reads the current strategy itself."""
 
     # ------------------------------------------------------------------ pieces of a level
     def _edge_prob(self, lv: _Level, c0: int, c1: int) -> np.ndarray:

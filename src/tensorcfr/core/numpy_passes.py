@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from tensorcfr.core.flat_tree import uniform_strategy_of
 from tensorcfr.core.regret import average_decay, discount_factor, regret_tolerance
 
 __all__ = ["NumpyPasses", "SlotUpdates"]
@@ -230,9 +231,6 @@ class SlotUpdates:
             action_infoset]
         has_total = slot_totals > 0.0
         np.divide(positive, slot_totals, out=positive, where=has_total)
-        if self.uniform is None:  # (FlatTree.uniform_strategy's values, from numpy views)
-            counts = np.bincount(action_infoset, minlength=self.num_infosets[p])
-            uniform = np.reciprocal(counts.astype(np.float64)[action_infoset])
-        else:
-            uniform = self.uniform[p]
+        uniform = (uniform_strategy_of(action_infoset, self.num_infosets[p])
+                   if self.uniform is None else self.uniform[p])
         self.strategy[p][...] = np.where(has_total, positive, uniform)

@@ -296,7 +296,7 @@ class TensorCFRSolver:
         resolve_dtype(dtype)  # a bad value fails before the (possibly long) walk
         self.dtype_auto = isinstance(dtype, str) and dtype.strip().lower() == "auto"
         if lean:
-            self._check_lean(dtype, cuda_graph)
+            self._check_lean(dtype)  # (cuda_graph is refused above off a CUDA device)
         max_memory_bytes = memory_budget(max_memory_bytes, self.device)
         tree = self._build_tree(game, max_memory_bytes)
         self.dtype = torch.float64 if lean else resolve_dtype(dtype, tree.num_nodes)
@@ -398,7 +398,7 @@ class TensorCFRSolver:
                 (), dtype=self.dtype).numpy().dtype))
         return torch.zeros(shape, dtype=self.dtype, device=self.device)
 
-    def _check_lean(self, dtype: torch.dtype | str, cuda_graph: bool) -> None:
+    def _check_lean(self, dtype: torch.dtype | str) -> None:
         """One-line errors for what the lean passes do not do (before any walk)."""
         if self.device.type != "cpu":
             raise TensorCFRError(f"passes='lean' runs on the CPU, not {self.device}; use "
@@ -409,8 +409,6 @@ class TensorCFRSolver:
         if not self.dtype_auto and resolve_dtype(dtype) != torch.float64:
             raise TensorCFRError("passes='lean' computes in float64; leave dtype auto or "
                                  "float64 (float32 runs with passes='torch')")
-        if cuda_graph:  # (a CPU device is already refused above)
-            raise TensorCFRError("passes='lean' cannot capture CUDA graphs")
 
     _NODE_BUFFERS = frozenset({
         "_edge_prob", "_reach", "_values", "_scratch", "_utility_levels", "_edge_a", "_edge_b",

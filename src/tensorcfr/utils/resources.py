@@ -130,21 +130,27 @@ def return_large_blocks() -> bool:
     a solver that makes and drops a few level-sized arrays per level (the lean passes)
     saw its peak resident set 0.4 MiB higher on liars_dice.  Fixing the threshold also
     fixes the trim threshold, and costs a page fault per page of each new large array."""
-    global _MALLOPT
-    if _MALLOPT is None:
+    mallopt = _glibc_function("mallopt")
+    if mallopt is None:
+        return False
+    m_mmap_threshold = -3  # (glibc's malloc.h)
+    return bool(mallopt(m_mmap_threshold, MMAP_THRESHOLD_BYTES))
+
+
+_GLIBC_FUNCTIONS: dict[str, Any] = {}
+
+
+def _glibc_function(name: str) -> Any:
+    """glibc's function ``name`` through ctypes (looked up once), or None where there is
+    no glibc or no such function."""
+    if name not in _GLIBC_FUNCTIONS:
         try:
             import ctypes
 
-            _MALLOPT = ctypes.CDLL("libc.so.6").mallopt
+            _GLIBC_FUNCTIONS[name] = getattr(ctypes.CDLL("libc.so.6"), name)
         except (OSError, AttributeError):  # pragma: no cover - not glibc
-            _MALLOPT = False
-    if not _MALLOPT:
-        return False
-    m_mmap_threshold = -3  # (glibc's malloc.h)
-    return bool(_MALLOPT(m_mmap_threshold, MMAP_THRESHOLD_BYTES))
-
-
-_MALLOPT: Any = None
+            _GLIBC_FUNCTIONS[name] = None
+    return _GLIBC_FUNCTIONS[name]
 
 
 def release_free_memory() -> None:
@@ -152,16 +158,6 @@ def release_free_memory() -> None:
     ``malloc_trim``; a no-op elsewhere).  Called after the game walk and after a solver's
     set-up, whose temporaries otherwise stay in the process's resident set (on
     liars_dice about 15 MiB each) and raise the peak of whatever is allocated next."""
-    global _MALLOC_TRIM
-    if _MALLOC_TRIM is None:
-        try:
-            import ctypes
-
-            _MALLOC_TRIM = ctypes.CDLL("libc.so.6").malloc_trim
-        except (OSError, AttributeError):  # pragma: no cover - not glibc
-            _MALLOC_TRIM = False
-    if _MALLOC_TRIM:
-        _MALLOC_TRIM(0)
-
-
-_MALLOC_TRIM: Any = None
+    malloc_trim = _glibc_function("malloc_trim")
+    if malloc_trim is not None:
+        malloc_trim(0)
